@@ -1,0 +1,184 @@
+/// @file component.hpp
+/// Component ids, per-type hooks (`ComponentInfo`) and per-type options (`component_traits`).
+#pragma once
+
+#include <compare>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <string_view>
+#include <type_traits>
+#include <typeinfo>
+#include <utility>
+
+namespace tessera {
+
+/// A component's id: process-wide, shared by every world, and a distinct type (never an
+/// integer) so that `add(e, id)` can't be mistaken for adding an integer component.
+struct ComponentId {
+    std::uint32_t value = 0xFFFFFFFFu;  ///< dense index, assigned in order of registration
+
+    /// Whether this names a component (the default-constructed id does not).
+    [[nodiscard]] constexpr bool valid() const noexcept { return value != 0xFFFFFFFFu; }
+    friend constexpr auto operator<=>(ComponentId, ComponentId) noexcept = default;
+};
+
+/// Per-type options, read by detection; specialise it for your type and set any subset:
+/// @code
+/// template <> struct tessera::component_traits<Ai> {
+///     static constexpr bool enableable = true;      // per-entity on/off flag (default false)
+///     static constexpr bool track_changes = false;  // never track change ticks (default true)
+/// };
+/// @endcode
+template <class T>
+struct component_traits {};
+
+/// What the untyped core knows about a component: layout, lifetime hooks, name and options.
+/// Records are owned by the process-wide registry and never move or die.
+struct ComponentInfo {
+    ComponentId id;               ///< the component's id
+    std::string_view name;        ///< type name as the compiler spells it, or the runtime name
+    std::uint32_t size = 0;       ///< bytes per value; 0 for tags (empty types)
+    std::uint32_t alignment = 1;  ///< alignment of a value
+    bool trivially_relocatable = false;  ///< moved with memcpy, never destroyed
+    bool enableable = false;             ///< component_traits<T>::enableable
+    bool track_changes = true;           ///< component_traits<T>::track_changes
+    /// Move-constructs `n` values from `src` into uninitialised `dst`, then destroys the `src`
+    /// values. Ranges don't overlap.
+    void (*relocate)(void* dst, void* src, std::size_t n) noexcept = nullptr;
+    /// Destroys `n` values; null when trivially destructible.
+    void (*destroy)(void* p, std::size_t n) noexcept = nullptr;
+    /// Value-initialises one value; null when not default constructible.
+    void (*construct)(void* p) = nullptr;
+    /// Copy-constructs one value; null when not copy constructible.
+    void (*copy)(void* dst, const void* src) = nullptr;
+    /// `==` on two values; null when the type has none.
+    bool (*equal)(const void* a, const void* b) = nullptr;
+
+    /// Whether the type takes no column bytes.
+    [[nodiscard]] bool is_tag() const noexcept { return size == 0; }
+};
+
+/// A C++ type usable as a component: an object type (not a reference, not cv-qualified,
+/// not an array) that is nothrow move constructible and nothrow destructible.
+template <class T>
+concept Component = std::is_object_v<T> && !std::is_const_v<T> && !std::is_volatile_v<T> &&
+                    !std::is_array_v<T> && std::is_nothrow_move_constructible_v<T> &&
+                    std::is_nothrow_destructible_v<T>;
+
+namespace detail {
+
+template <class T>
+concept has_enableable = requires { bool{component_traits<T>::enableable}; };
+template <class T>
+concept has_track_changes = requires { bool{component_traits<T>::track_changes}; };
+
+template <class T>
+constexpr bool enableable_v = [] {
+    if constexpr (has_enableable<T>) return component_traits<T>::enableable;
+    else return false;
+}();
+
+template <class T>
+constexpr bool track_changes_v = [] {
+    if constexpr (has_track_changes<T>) return component_traits<T>::track_changes;
+    else return true;
+}();
+
+/// The compiler's spelling of `T`, e.g. "Position" or "game::{anonymous}::Label".
+template <class T>
+constexpr std::string_view raw_type_name() noexcept {
+    std::string_view s = __PRETTY_FUNCTION__;
+#if defined(__clang__)
+    constexpr std::string_view key = "T = ";
+    const auto start = s.find(key) + key.size();
+    const auto end = s.rfind(']');
+#else
+    constexpr std::string_view key = "T = ";
+    const auto start = s.find(key) + key.size();
+    auto end = s.find(';', start);
+    if (end == std::string_view::npos) end = s.rfind(']');
+#endif
+    return s.substr(start, end - start);
+}
+
+/// Everything the registry needs to record a C++ type.
+struct TypeDescriptor {
+    std::string_view name;
+    const std::type_info* type;
+    ComponentInfo info;
+};
+
+/// Registers (or finds) a C++ type in the process-wide registry. Types with external linkage
+/// are keyed by name so shared libraries agree; others by `std::type_index`. Throws
+/// `type_conflict` when a name is already registered with another size or alignment.
+ComponentId register_type(const TypeDescriptor& descriptor);
+
+template <class T>
+void relocate_fn(void* dst, void* src, std::size_t n) noexcept {
+    T* d = static_cast<T*>(dst);
+    T* s = static_cast<T*>(src);
+    for (std::size_t i = 0; i < n; ++i) {
+        ::new (static_cast<void*>(d + i)) T(std::move(s[i]));
+        s[i].~T();
+    }
+}
+
+template <class T>
+void destroy_fn(void* p, std::size_t n) noexcept {
+    T* t = static_cast<T*>(p);
+    for (std::size_t i = 0; i < n; ++i) t[i].~T();
+}
+
+template <class T>
+TypeDescriptor describe() {
+    ComponentInfo info;
+    info.name = raw_type_name<T>();
+    info.size = std::is_empty_v<T> ? 0u : static_cast<std::uint32_t>(sizeof(T));
+    info.alignment = static_cast<std::uint32_t>(alignof(T));
+    info.trivially_relocatable = std::is_trivially_copyable_v<T> || std::is_empty_v<T>;
+    info.enableable = enableable_v<T>;
+    info.track_changes = track_changes_v<T>;
+    if (!info.trivially_relocatable) info.relocate = &relocate_fn<T>;
+    if constexpr (!std::is_trivially_destructible_v<T>) info.destroy = &destroy_fn<T>;
+    if constexpr (std::is_default_constructible_v<T>)
+        info.construct = [](void* p) { ::new (p) T(); };
+    if constexpr (std::is_copy_constructible_v<T>)
+        info.copy = [](void* d, const void* s) { ::new (d) T(*static_cast<const T*>(s)); };
+    if constexpr (std::equality_comparable<T>)
+        info.equal = [](const void* a, const void* b) {
+            return static_cast<bool>(*static_cast<const T*>(a) == *static_cast<const T*>(b));
+        };
+    return TypeDescriptor{info.name, &typeid(T), info};
+}
+
+}  // namespace detail
+
+/// The process-wide id of component type `T` (cv and references are stripped). The first call
+/// for a type registers it; later calls are a load. Thread-safe.
+/// @throws Error(type_conflict) when another type of the same name but different size or
+///         alignment was registered first (e.g. two plugins disagreeing on a struct).
+template <class T>
+[[nodiscard]] ComponentId component_id() {
+    using U = std::remove_cvref_t<T>;
+    static_assert(Component<U>,
+                  "tessera: a component type must be an object type that is nothrow move "
+                  "constructible and nothrow destructible (mark its move constructor noexcept)");
+    static const ComponentId id = detail::register_type(detail::describe<U>());
+    return id;
+}
+
+/// The registry's record for `id`. Precondition: `id` was returned by the registry.
+[[nodiscard]] const ComponentInfo& component_info(ComponentId id) noexcept;
+
+/// The record of `T` (registering it on first use).
+template <class T>
+[[nodiscard]] const ComponentInfo& component_info() {
+    return component_info(component_id<T>());
+}
+
+/// Number of component ids the process has assigned so far.
+[[nodiscard]] std::size_t component_id_count() noexcept;
+
+}  // namespace tessera

@@ -1,0 +1,278 @@
+/// @file detail/storage.hpp
+/// The untyped core: archetype tables and the entity index. Internal, not API.
+///
+/// Layout: an archetype is a sorted set of component ids plus a table of rows. Each non-tag
+/// component has a column (one contiguous, 64-byte aligned array of values); tracked components
+/// add two tick arrays (added, changed), enableable ones a byte per row. Every column and the
+/// entity column share the archetype's capacity. `slots` maps a component id to its column
+/// (dense by id value), so a typed lookup is one load.
+#pragma once
+
+#include <tessera/component.hpp>
+#include <tessera/entity.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory_resource>
+#include <span>
+#include <vector>
+
+namespace tessera::detail {
+
+/// Slot values: a column index (>= 0), or one of these.
+inline constexpr std::int32_t slot_absent = -1;
+inline constexpr std::int32_t slot_tag = -2;
+
+/// One component's values in an archetype.
+struct Column {
+    std::byte* data = nullptr;             ///< `capacity * info->size` bytes
+    std::uint64_t* added = nullptr;        ///< per-row added tick; null until tracked
+    std::uint64_t* changed = nullptr;      ///< per-row changed tick; null until tracked
+    std::uint8_t* enabled = nullptr;       ///< per-row enable flag; null unless enableable
+    const ComponentInfo* info = nullptr;
+    std::uint32_t size = 0;                ///< info->size, kept here for the hot path
+    bool tracked = false;                  ///< tick arrays exist once capacity > 0
+};
+
+/// A small open-addressing map from a component id to the archetypes one add / one remove
+/// of that component leads to. Keys are small dense integers, so the hash is the identity.
+class EdgeMap {
+public:
+    struct Edge {
+        std::uint32_t key = 0xFFFFFFFFu;
+        std::uint32_t add = 0xFFFFFFFFu;     ///< archetype index after adding `key`
+        std::uint32_t remove = 0xFFFFFFFFu;  ///< archetype index after removing `key`
+    };
+    explicit EdgeMap(std::pmr::memory_resource* mr) : slots_(mr) {}
+
+    /// The edge for `key`, or null.
+    [[nodiscard]] const Edge* find(std::uint32_t key) const noexcept {
+        if (slots_.empty()) return nullptr;
+        const std::size_t mask = slots_.size() - 1;
+        for (std::size_t i = key & mask;; i = (i + 1) & mask) {
+            const Edge& e = slots_[i];
+            if (e.key == key) return &e;
+            if (e.key == 0xFFFFFFFFu) return nullptr;
+        }
+    }
+    /// The edge for `key`, inserted when missing. May throw bad_alloc (map unchanged then).
+    Edge& get(std::uint32_t key);
+
+private:
+    std::pmr::vector<Edge> slots_;
+    std::size_t used_ = 0;
+};
+
+/// One archetype table.
+struct Archetype {
+    explicit Archetype(std::pmr::memory_resource* mr)
+        : ids(mr), slots(mr), columns(mr), edges(mr) {}
+
+    std::uint32_t index = 0;               ///< position in the world's archetype list
+    std::uint32_t size = 0;                ///< live rows
+    std::uint32_t capacity = 0;            ///< allocated rows
+    bool tracked = false;                  ///< some column has tick arrays
+    Entity* entities = nullptr;            ///< the entity of each row
+    std::pmr::vector<ComponentId> ids;     ///< sorted component set, tags included
+    std::pmr::vector<std::int32_t> slots;  ///< id value -> column index / slot_tag / slot_absent
+    std::pmr::vector<Column> columns;      ///< non-tag components, in id order
+    EdgeMap edges;
+
+    /// Column index of `id`, `slot_tag`, or `slot_absent`.
+    [[nodiscard]] std::int32_t slot(ComponentId id) const noexcept {
+        return id.value < slots.size() ? slots[id.value] : slot_absent;
+    }
+    [[nodiscard]] bool contains(ComponentId id) const noexcept { return slot(id) != slot_absent; }
+};
+
+/// Where an entity lives. Dead slots point at archetype 0 (an empty sentinel table no live
+/// entity uses), so a lookup needs only the generation compare: the sentinel has no columns.
+/// For dead slots `row` is the next index of the free list.
+struct EntityRecord {
+    std::uint32_t archetype;
+    std::uint32_t row;
+    std::uint32_t generation;
+};
+
+inline constexpr std::uint32_t dead_archetype = 0;   ///< sentinel for free entity slots
+inline constexpr std::uint32_t empty_archetype = 1;  ///< entities without components
+inline constexpr std::uint32_t no_index = 0xFFFFFFFFu;
+
+/// Per world, per component: what this world knows of the type.
+struct WorldComponent {
+    const ComponentInfo* info = nullptr;  ///< null until the world first sees the type
+    bool tracked = false;                 ///< tick arrays exist for this type
+};
+
+/// Where a new row goes before its values are constructed.
+struct RowSlot {
+    Archetype* archetype;
+    std::uint32_t row;
+};
+
+/// Where a component value of a live entity is.
+struct Location {
+    Archetype* archetype = nullptr;  ///< null when not found
+    std::uint32_t row = 0;
+    std::int32_t column = slot_absent;
+};
+
+/// Archetype storage plus the entity index; the world's data. Untyped: everything is in terms
+/// of `ComponentId`s and bytes. Every mutating member has the strong guarantee.
+class Storage {
+public:
+    explicit Storage(std::pmr::memory_resource* mr);
+    ~Storage();
+    Storage(const Storage&) = delete;
+    Storage& operator=(const Storage&) = delete;
+
+    [[nodiscard]] std::pmr::memory_resource* resource() const noexcept { return mr_; }
+
+    // ---- lookup (inline: the hot path) ----
+    [[nodiscard]] const EntityRecord* record(Entity e) const noexcept {
+        if (e.index >= records_.size()) return nullptr;
+        const EntityRecord& r = records_[e.index];
+        return r.generation == e.generation && r.archetype != dead_archetype ? &r : nullptr;
+    }
+    [[nodiscard]] Archetype& archetype(std::uint32_t index) const noexcept {
+        return *archetypes_[index];
+    }
+    /// Address of `id`'s value for `e`, or null when dead, absent or a tag.
+    [[nodiscard]] std::byte* find(Entity e, ComponentId id) const noexcept {
+        if (e.index >= records_.size()) return nullptr;
+        const EntityRecord& r = records_[e.index];
+        if (r.generation != e.generation) return nullptr;  // dead slots hit the sentinel below
+        const Archetype& a = *archetypes_[r.archetype];
+        const std::int32_t c = a.slot(id);
+        if (c < 0) return nullptr;
+        const Column& col = a.columns[static_cast<std::uint32_t>(c)];
+        return col.data + std::size_t{r.row} * col.size;
+    }
+    /// Where `e`'s non-tag `id` is; `archetype` null when dead or absent (or a tag).
+    [[nodiscard]] Location locate(Entity e, ComponentId id) const noexcept {
+        if (e.index >= records_.size()) return {};
+        const EntityRecord& r = records_[e.index];
+        if (r.generation != e.generation) return {};
+        Archetype* a = archetypes_[r.archetype];
+        const std::int32_t c = a->slot(id);
+        if (c < 0) return {};
+        return {a, r.row, c};
+    }
+    [[nodiscard]] bool has(Entity e, ComponentId id) const noexcept {
+        const EntityRecord* r = record(e);
+        return r != nullptr && archetypes_[r->archetype]->contains(id);
+    }
+    [[nodiscard]] std::size_t count() const noexcept { return alive_; }
+    [[nodiscard]] std::size_t archetype_count() const noexcept { return archetypes_.size() - 1; }
+    [[nodiscard]] std::uint64_t tick() const noexcept { return tick_; }
+    std::uint64_t advance_tick() noexcept { return ++tick_; }
+
+    // ---- components ----
+    /// Records `id` in this world (first use). May throw bad_alloc.
+    const ComponentInfo& ensure_component(ComponentId id);
+    [[nodiscard]] const ComponentInfo& info(ComponentId id) const noexcept;
+    /// Turns on change tracking for `id`: every existing row is stamped with the current tick.
+    void track(ComponentId id);
+    [[nodiscard]] bool tracked(ComponentId id) const noexcept {
+        return id.value < components_.size() && components_[id.value].tracked;
+    }
+
+    // ---- archetypes ----
+    /// The archetype of exactly this set (sorted, unique ids, all ensured), created if needed.
+    Archetype& archetype_for(std::span<const ComponentId> sorted_ids);
+    /// The archetype `from` leads to by adding (or removing) `id`; cached on `from`'s edges.
+    Archetype& add_edge(Archetype& from, ComponentId id);
+    Archetype& remove_edge(Archetype& from, ComponentId id);
+    /// The archetype for a cached bundle (a fixed list of types, e.g. a spawn call's), plus the
+    /// slot of each type in bundle order.
+    struct Bundle {
+        Archetype* archetype;
+        const std::int32_t* slots;
+    };
+    Bundle bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids_in_order);
+
+    // ---- entities ----
+    /// Spawns an entity with no components.
+    Entity spawn_empty();
+    /// Reserves one row in `a` and one entity slot; nothing is visible until `commit_spawn`.
+    /// May throw bad_alloc. Nothing may throw between the two calls.
+    RowSlot prepare_spawn(Archetype& a);
+    Entity commit_spawn(RowSlot slot) noexcept;
+    /// Gets `e` ready to receive `ids` (one archetype move when any is new): afterwards each
+    /// component of `ids` has a slot at the returned row, holding the old value when
+    /// `existed[i]`, uninitialised otherwise. Throws not_alive (naming `op`) or bad_alloc
+    /// before changing anything. Nothing may throw until the slots are filled.
+    RowSlot prepare_add(Entity e, std::span<const ComponentId> ids, bool* existed,
+                        const char* op);
+    /// Removes the components of `ids` that `e` has, in one move. False when it had none.
+    bool remove(Entity e, std::span<const ComponentId> ids, const char* op);
+    /// Destroys the values of rows [first, first + n) of `a` (rows not committed yet).
+    void destroy_rows(Archetype& a, std::uint32_t first, std::size_t n) noexcept;
+    /// Reserves `n` rows and entity slots (storage grows at most once).
+    void reserve_spawn(Archetype& a, std::size_t n);
+    /// Commits `n` rows whose values are constructed; returns their entities.
+    std::span<const Entity> commit_spawn_many(Archetype& a, std::size_t n) noexcept;
+    /// Destroys the entity's values and frees its slot. False when `e` is not alive.
+    bool despawn(Entity e) noexcept;
+    /// Moves `e`'s row to `to`; values of components `to` lacks are destroyed, slots of
+    /// components the source lacks are left uninitialised (the caller constructs them before
+    /// anything else can run). Ticks travel with the values. Precondition: `reserve_rows(to, 1)`.
+    RowSlot move_entity(Entity e, const EntityRecord& r, Archetype& to) noexcept;
+    /// Ensures room for `n` more rows in `a` (strong guarantee).
+    void reserve_rows(Archetype& a, std::size_t n);
+    /// Stamps the added+changed ticks of `slot` for `id` (when tracked).
+    void stamp_added(RowSlot slot, std::int32_t column) noexcept;
+    /// Stamps every tracked column of `slot`'s row as added (new row).
+    void stamp_row_added(RowSlot slot) noexcept;
+
+    /// Every live entity, archetype by archetype, row by row.
+    [[nodiscard]] std::vector<Entity> entities() const;
+
+    /// Stamps the changed tick of `id` at `slot` when tracked.
+    void stamp_changed(const Archetype& a, std::uint32_t row, std::int32_t column) const noexcept {
+        const Column& col = a.columns[static_cast<std::uint32_t>(column)];
+        if (col.changed != nullptr) col.changed[row] = tick_;
+    }
+
+private:
+    Archetype& create_archetype(std::span<const ComponentId> sorted_ids);
+    void grow(Archetype& a, std::size_t min_capacity);
+    void reserve_records(std::size_t n);
+    std::uint32_t take_index() noexcept;
+    void free_row(Archetype& a, std::uint32_t row) noexcept;
+    std::byte* allocate(std::size_t bytes, std::size_t align);
+    void deallocate(void* p, std::size_t bytes, std::size_t align) noexcept;
+    void release_archetype(Archetype& a) noexcept;
+
+    std::pmr::memory_resource* mr_;
+    std::pmr::vector<EntityRecord> records_;
+    std::pmr::vector<Archetype*> archetypes_;
+    std::pmr::vector<WorldComponent> components_;
+    struct SetKey {
+        std::uint64_t hash;
+        std::uint32_t archetype;
+    };
+    std::pmr::vector<SetKey> set_index_;  ///< archetypes by hash of their id set (sorted)
+    struct BundleEntry {
+        std::uint32_t archetype = no_index;
+        std::uint32_t offset = 0;  ///< into bundle_slots_
+    };
+    std::pmr::vector<BundleEntry> bundles_;
+    std::pmr::vector<std::int32_t> bundle_slots_;
+    std::uint32_t free_head_ = no_index;
+    std::size_t free_count_ = 0;
+    std::size_t alive_ = 0;
+    std::uint64_t tick_ = 1;
+};
+
+/// A process-wide sequence number for a list of component types (used to cache the archetype
+/// of a `spawn(components...)` call per world). Thread-safe.
+std::uint32_t next_bundle_id() noexcept;
+
+template <class... Ts>
+std::uint32_t bundle_id() noexcept {
+    static const std::uint32_t id = next_bundle_id();
+    return id;
+}
+
+}  // namespace tessera::detail

@@ -1,0 +1,286 @@
+/// @file detail/world_impl.hpp
+/// Definitions of `World`'s member templates: thin adapters that compute component ids, cast
+/// pointers and construct values, leaving the rest to the untyped `detail::Storage`.
+#pragma once
+
+#include <tessera/detail/storage.hpp>
+#include <tessera/detail/type_list.hpp>
+
+#include <new>
+#include <utility>
+
+namespace tessera {
+
+namespace detail {
+
+/// Whether every `U` can be constructed from its argument without throwing; when not, the
+/// typed calls first materialise the values (copies may throw while nothing has changed).
+template <class... Ts>
+inline constexpr bool nothrow_forward_v =
+    (std::is_nothrow_constructible_v<std::remove_cvref_t<Ts>, Ts&&> && ...);
+
+template <class U>
+U* column_ptr(const Archetype& a, std::int32_t slot, std::uint32_t row) noexcept;
+
+template <class U, class Arg>
+void place(Storage& s, RowSlot slot, bool existed, Arg&& arg) noexcept {
+    const std::int32_t c = slot.archetype->slot(component_id<U>());
+    if (c < 0) return;  // tag: no bytes
+    Column& col = slot.archetype->columns[static_cast<std::uint32_t>(c)];
+    U* p = reinterpret_cast<U*>(col.data) + slot.row;
+    if (existed) {
+        p->~U();
+        ::new (static_cast<void*>(p)) U(std::forward<Arg>(arg));
+        s.stamp_changed(*slot.archetype, slot.row, c);
+    } else {
+        ::new (static_cast<void*>(p)) U(std::forward<Arg>(arg));
+        s.stamp_added(slot, c);
+    }
+}
+
+template <class U, class Arg>
+void construct_at(RowSlot slot, std::int32_t column, Arg&& arg) noexcept {
+    if constexpr (!std::is_empty_v<U>) {
+        ::new (static_cast<void*>(column_ptr<U>(*slot.archetype, column, slot.row)))
+            U(std::forward<Arg>(arg));
+    }
+}
+
+template <class U>
+U* column_ptr(const Archetype& a, std::int32_t slot, std::uint32_t row) noexcept {
+    return reinterpret_cast<U*>(a.columns[static_cast<std::uint32_t>(slot)].data) + row;
+}
+
+}  // namespace detail
+
+template <class... Ts>
+    requires(sizeof...(Ts) > 0)
+Entity World::spawn(Ts&&... components) {
+    static_assert(detail::unique_types_v<std::remove_cvref_t<Ts>...>,
+                  "tessera: World::spawn got the same component type twice");
+    if constexpr (!detail::nothrow_forward_v<Ts...>) {
+        return spawn(std::remove_cvref_t<Ts>(std::forward<Ts>(components))...);
+    } else {
+        const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
+        detail::Storage& s = *storage_;
+        const auto bundle = s.bundle(detail::bundle_id<std::remove_cvref_t<Ts>...>(), ids);
+        const detail::RowSlot slot = s.prepare_spawn(*bundle.archetype);
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            (detail::construct_at<std::remove_cvref_t<Ts>>(slot, bundle.slots[I],
+                                                            std::forward<Ts>(components)),
+             ...);
+        }(std::index_sequence_for<Ts...>{});
+        return s.commit_spawn(slot);
+    }
+}
+
+namespace detail {
+/// Row `i` of a column, or a stand-in object for a tag (tags have no column).
+template <class U>
+U& element(U* column, std::size_t i) noexcept {
+    if constexpr (std::is_empty_v<U>) {
+        static U tag{};
+        return tag;
+    } else {
+        return column[i];
+    }
+}
+
+template <class Init, class Index, class... Ts>
+std::span<const Entity> spawn_many_impl(Storage& s, std::size_t n, Init& init,
+                                        std::tuple<Index, Ts...>*) {
+    static_assert(std::is_integral_v<std::remove_cvref_t<Index>>,
+                  "tessera: spawn_many's init must take (std::size_t index, Components&...)");
+    static_assert((std::is_lvalue_reference_v<Ts> && ...),
+                  "tessera: spawn_many's init must take its components by reference (T&)");
+    static_assert(unique_types_v<std::remove_cvref_t<Ts>...>,
+                  "tessera: spawn_many's init names the same component type twice");
+    static_assert((std::is_default_constructible_v<std::remove_cvref_t<Ts>> && ...),
+                  "tessera: spawn_many needs default-constructible components");
+    const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
+    const auto bundle = s.bundle(bundle_id<std::remove_cvref_t<Ts>...>(), ids);
+    Archetype& a = *bundle.archetype;
+    s.reserve_spawn(a, n);
+    const std::uint32_t first = a.size;
+    std::size_t constructed = 0;  // rows whose values exist, for rollback
+    try {
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            const std::tuple<std::remove_cvref_t<Ts>*...> cols{
+                (bundle.slots[I] >= 0
+                     ? column_ptr<std::remove_cvref_t<Ts>>(a, bundle.slots[I], first)
+                     : nullptr)...};
+            for (std::size_t i = 0; i < n; ++i) {
+                ((std::is_empty_v<std::remove_cvref_t<Ts>>
+                      ? void()
+                      : void(::new (static_cast<void*>(std::get<I>(cols) + i))
+                                 std::remove_cvref_t<Ts>())),
+                 ...);
+                constructed = i + 1;
+                init(static_cast<std::remove_cvref_t<Index>>(i), element(std::get<I>(cols), i)...);
+            }
+        }(std::index_sequence_for<Ts...>{});
+    } catch (...) {
+        s.destroy_rows(a, first, constructed);
+        throw;
+    }
+    return s.commit_spawn_many(a, n);
+}
+}  // namespace detail
+
+template <class Init>
+std::span<const Entity> World::spawn_many(std::size_t n, Init&& init) {
+    using Args = detail::callable_args_t<Init>;
+    return detail::spawn_many_impl(*storage_, n, init, static_cast<Args*>(nullptr));
+}
+
+template <class... Ts>
+    requires(sizeof...(Ts) > 0)
+void World::add(Entity e, Ts&&... components) {
+    static_assert(detail::unique_types_v<std::remove_cvref_t<Ts>...>,
+                  "tessera: World::add got the same component type twice");
+    if constexpr (!detail::nothrow_forward_v<Ts...>) {
+        add(e, std::remove_cvref_t<Ts>(std::forward<Ts>(components))...);
+    } else {
+        const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
+        detail::Storage& s = *storage_;
+        bool existed[sizeof...(Ts)];
+        const detail::RowSlot slot = s.prepare_add(e, ids, existed, "World::add");
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            (detail::place<std::remove_cvref_t<Ts>>(s, slot, existed[I],
+                                                    std::forward<Ts>(components)),
+             ...);
+        }(std::index_sequence_for<Ts...>{});
+    }
+}
+
+template <class T>
+void World::add(Entity e) {
+    static_assert(std::is_default_constructible_v<T>,
+                  "tessera: World::add<T>(e) needs a default-constructible T; pass a value");
+    add(e, T{});
+}
+
+template <class... Ts>
+    requires(sizeof...(Ts) > 0)
+bool World::remove(Entity e) {
+    const ComponentId ids[] = {component_id<Ts>()...};
+    return storage_->remove(e, ids, "World::remove");
+}
+
+template <class... Ts>
+    requires(sizeof...(Ts) > 0)
+bool World::has(Entity e) const noexcept {
+    const detail::EntityRecord* r = storage_->record(e);
+    if (r == nullptr) return false;
+    const detail::Archetype& a = storage_->archetype(r->archetype);
+    return (a.contains(component_id<Ts>()) && ...);
+}
+
+template <class T>
+T& World::checked(Entity e, const char* op) const {
+    const ComponentId id = component_id<T>();
+    std::byte* p = storage_->find(e, id);
+    if (p == nullptr) detail::throw_lookup(*storage_, op, e, id);
+    return *reinterpret_cast<T*>(p);
+}
+
+template <class... Ts>
+    requires(sizeof...(Ts) > 0)
+auto World::get(Entity e) const {
+    if constexpr (sizeof...(Ts) > 1) {
+        return std::tuple<Ts...>{get<Ts>(e)...};
+    } else {
+        using T = std::tuple_element_t<0, std::tuple<Ts...>>;
+        if constexpr (std::is_empty_v<T>) {
+            const ComponentId id = component_id<T>();
+            if (!storage_->has(e, id)) detail::throw_lookup(*storage_, "World::get", e, id);
+            return T{};
+        } else {
+            return T(checked<T>(e, "World::get"));
+        }
+    }
+}
+
+template <class T>
+const T* World::try_get(Entity e) const noexcept {
+    // component_id can only throw on a type_conflict at first registration; a type that
+    // reaches a world's table is registered, so an unregistered type simply isn't there.
+    return reinterpret_cast<const T*>(storage_->find(e, component_id<T>()));
+}
+
+template <class T>
+T& World::get_mut(Entity e) {
+    static_assert(!std::is_empty_v<T>, "tessera: tags have no value to write");
+    const ComponentId id = component_id<T>();
+    const detail::Location loc = storage_->locate(e, id);
+    if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::get_mut", e, id);
+    storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
+    return *detail::column_ptr<T>(*loc.archetype, loc.column, loc.row);
+}
+
+template <class T>
+void World::set(Entity e, T&& value) {
+    using U = std::remove_cvref_t<T>;
+    static_assert(!std::is_empty_v<U>, "tessera: tags have no value to set");
+    if constexpr (!std::is_nothrow_constructible_v<U, T&&>) {
+        set(e, U(std::forward<T>(value)));
+    } else {
+        const ComponentId id = component_id<U>();
+        const detail::Location loc = storage_->locate(e, id);
+        if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::set", e, id);
+        U* p = detail::column_ptr<U>(*loc.archetype, loc.column, loc.row);
+        p->~U();
+        ::new (static_cast<void*>(p)) U(std::forward<T>(value));
+        storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
+    }
+}
+
+template <class T>
+bool World::set_if_changed(Entity e, T&& value) {
+    using U = std::remove_cvref_t<T>;
+    static_assert(std::equality_comparable<U>, "tessera: set_if_changed needs operator== on T");
+    static_assert(detail::track_changes_v<U>,
+                  "tessera: set_if_changed on a type with component_traits<T>::track_changes "
+                  "= false");
+    const ComponentId id = component_id<U>();
+    const detail::Location loc = storage_->locate(e, id);
+    if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::set_if_changed", e, id);
+    U* p = detail::column_ptr<U>(*loc.archetype, loc.column, loc.row);
+    storage_->track(id);  // may allocate; nothing written yet
+    if (*p == value) return false;
+    set(e, std::forward<T>(value));
+    return true;
+}
+
+template <class T>
+std::uint64_t World::tick_of(Entity e, bool added, const char* op) {
+    static_assert(detail::track_changes_v<T>,
+                  "tessera: T has component_traits<T>::track_changes = false; its change ticks "
+                  "can't be read");
+    static_assert(!std::is_empty_v<T>, "tessera: tags carry no change ticks");
+    const ComponentId id = component_id<T>();
+    const detail::Location loc = storage_->locate(e, id);
+    if (loc.archetype == nullptr) detail::throw_lookup(*storage_, op, e, id);
+    storage_->track(id);
+    const detail::Column& col = loc.archetype->columns[static_cast<std::uint32_t>(loc.column)];
+    return added ? col.added[loc.row] : col.changed[loc.row];
+}
+
+template <class T>
+std::uint64_t World::changed_tick(Entity e) {
+    return tick_of<T>(e, false, "World::changed_tick");
+}
+
+template <class T>
+std::uint64_t World::added_tick(Entity e) {
+    return tick_of<T>(e, true, "World::added_tick");
+}
+
+template <class T>
+ComponentId World::register_component() {
+    const ComponentId id = component_id<T>();
+    storage_->ensure_component(id);
+    return id;
+}
+
+}  // namespace tessera

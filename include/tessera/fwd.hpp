@@ -1,0 +1,18 @@
+/// @file fwd.hpp
+/// Forward declarations of tessera's public types, for headers that only name them.
+#pragma once
+
+#include <cstdint>
+
+namespace tessera {
+
+struct Entity;
+struct ComponentId;
+struct ComponentInfo;
+class Error;
+enum class errc : std::uint8_t;
+class World;
+template <class T>
+struct component_traits;
+
+}  // namespace tessera

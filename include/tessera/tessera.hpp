@@ -1,0 +1,9 @@
+/// @file tessera.hpp
+/// Includes every public header of tessera.
+#pragma once
+
+#include <tessera/component.hpp>
+#include <tessera/entity.hpp>
+#include <tessera/error.hpp>
+#include <tessera/fwd.hpp>
+#include <tessera/world.hpp>

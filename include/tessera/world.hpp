@@ -1,0 +1,185 @@
+/// @file world.hpp
+/// `tessera::World`: entities, components and change ticks.
+#pragma once
+
+#include <tessera/component.hpp>
+#include <tessera/entity.hpp>
+#include <tessera/error.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory_resource>
+#include <span>
+#include <tuple>
+#include <vector>
+
+namespace tessera {
+
+namespace detail {
+class Storage;
+}
+
+/// The container of entities and their components.
+///
+/// Entities with the same component set share an archetype table (one contiguous column per
+/// component). Structural changes (spawn, despawn, add, remove) move rows between tables.
+///
+/// **Invalidation.** References, pointers and spans into the world (`get_mut`, `try_get`, the
+/// span `spawn_many` returns) stay valid until the next structural change anywhere in the world.
+///
+/// **Errors.** Checked calls throw `Error` (`not_alive`, `missing_component`, ...) with a message
+/// naming the entity and component; every call has the strong guarantee, `std::bad_alloc`
+/// included: a call that throws leaves entities, values, ticks and counts as they were (an
+/// empty archetype created on the way may stay).
+///
+/// **Threads.** A world belongs to one thread at a time. Distinct worlds are independent.
+///
+/// **Memory.** All storage (tables, the entity index, metadata) comes from the memory resource
+/// given at construction (`std::pmr::get_default_resource()` by default).
+class World {
+public:
+    /// An empty world allocating from the default memory resource.
+    World();
+    /// An empty world allocating everything from `resource` (which must outlive the world).
+    explicit World(std::pmr::memory_resource* resource);
+    ~World();
+    World(World&& other) noexcept;
+    World& operator=(World&& other) noexcept;
+    World(const World&) = delete;
+    World& operator=(const World&) = delete;
+
+    /// The memory resource the world allocates from.
+    [[nodiscard]] std::pmr::memory_resource* memory_resource() const noexcept;
+
+    // ----- entities -----
+
+    /// Spawns an entity without components. Amortised O(1).
+    Entity spawn();
+
+    /// Spawns an entity with the given components, constructed once, directly in the table of
+    /// their archetype. Duplicate types are a compile-time error.
+    template <class... Ts>
+        requires(sizeof...(Ts) > 0)
+    Entity spawn(Ts&&... components);
+
+    /// Spawns `n` entities whose component set is deduced from `init`'s parameters
+    /// (`void(std::size_t i, A&, B&, ...)`); each component is value-initialised, then `init(i,
+    /// ...)` runs for row `i`. Storage grows once. Returns the new entities, contiguous in their
+    /// table: the span stays valid until the next structural change. If `init` throws, no
+    /// entity is spawned.
+    template <class Init>
+    std::span<const Entity> spawn_many(std::size_t n, Init&& init);
+
+    /// Despawns `e`, destroying its components. O(components). Returns false (and does nothing)
+    /// when `e` is already dead or null. The last row of its table moves into its place.
+    bool despawn(Entity e);
+
+    /// Whether `e` is a live entity of this world (false for null, stale and foreign handles).
+    [[nodiscard]] bool is_alive(Entity e) const noexcept;
+
+    /// Number of live entities.
+    [[nodiscard]] std::size_t count() const noexcept;
+
+    /// Every live entity, archetype by archetype in creation order, rows in table order.
+    /// Allocates a new vector (for tools and tests, not for hot loops).
+    [[nodiscard]] std::vector<Entity> entities() const;
+
+    // ----- components -----
+
+    /// Adds the components to `e`, or replaces the ones it already has (a replaced value is
+    /// marked changed; a new one is stamped added and changed). Several at once make one
+    /// archetype move. @throws Error(not_alive)
+    template <class... Ts>
+        requires(sizeof...(Ts) > 0)
+    void add(Entity e, Ts&&... components);
+
+    /// Adds a value-initialised `T` (tags, default-constructible components); replaces an
+    /// existing `T` with a fresh value. @throws Error(not_alive)
+    template <class T>
+    void add(Entity e);
+
+    /// Removes the components `e` has among `Ts` in one archetype move. Returns false when `e`
+    /// had none of them. @throws Error(not_alive)
+    template <class... Ts>
+        requires(sizeof...(Ts) > 0)
+    bool remove(Entity e);
+
+    /// Whether `e` is alive and has every one of `Ts`. Never throws.
+    template <class... Ts>
+        requires(sizeof...(Ts) > 0)
+    [[nodiscard]] bool has(Entity e) const noexcept;
+
+    /// A copy of `e`'s `T`, or a `std::tuple` of copies for several types.
+    /// @throws Error(not_alive), Error(missing_component)
+    template <class... Ts>
+        requires(sizeof...(Ts) > 0)
+    auto get(Entity e) const;
+
+    /// A pointer to `e`'s `T`, or null when `e` is dead or lacks `T` (tags have no address:
+    /// null too). Stamps no tick. Valid until the next structural change.
+    template <class T>
+    [[nodiscard]] const T* try_get(Entity e) const noexcept;
+
+    /// A reference to `e`'s `T` for writing; marks it changed at the current tick. Valid until
+    /// the next structural change. @throws Error(not_alive), Error(missing_component)
+    template <class T>
+    T& get_mut(Entity e);
+
+    /// Overwrites `e`'s existing `T` and marks it changed.
+    /// @throws Error(not_alive), Error(missing_component)
+    template <class T>
+    void set(Entity e, T&& value);
+
+    /// Overwrites `e`'s `T` only when the value differs (`==`), marking it changed then.
+    /// Returns whether it wrote. Turns on change tracking for `T`.
+    /// @throws Error(not_alive), Error(missing_component)
+    template <class T>
+    bool set_if_changed(Entity e, T&& value);
+
+    /// The tick at which `e`'s `T` was last written (set, get_mut, add). Turns on change
+    /// tracking for `T` in this world (existing rows are stamped with the current tick).
+    /// @throws Error(not_alive), Error(missing_component)
+    template <class T>
+    std::uint64_t changed_tick(Entity e);
+
+    /// The tick at which `T` was added to `e`. Turns on tracking like `changed_tick`.
+    template <class T>
+    std::uint64_t added_tick(Entity e);
+
+    /// Records `T`'s `ComponentInfo` in this world up front (otherwise done on first use).
+    template <class T>
+    ComponentId register_component();
+
+    // ----- ticks and introspection -----
+
+    /// The current tick; starts at 1. Ticks are 64-bit and never wrap in practice (2^64 frames).
+    [[nodiscard]] std::uint64_t tick() const noexcept;
+    /// Increments the tick and returns the new value; later writes are stamped with it.
+    std::uint64_t advance_tick() noexcept;
+    /// Archetypes created so far, the empty one included (archetypes are never destroyed).
+    [[nodiscard]] std::size_t archetype_count() const noexcept;
+
+    /// The untyped core, for the library's own modules.
+    [[nodiscard]] detail::Storage& storage() noexcept { return *storage_; }
+    [[nodiscard]] const detail::Storage& storage() const noexcept { return *storage_; }
+
+private:
+    template <class T>
+    std::uint64_t tick_of(Entity e, bool added, const char* op);
+    template <class T>
+    T& checked(Entity e, const char* op) const;
+
+    detail::Storage* storage_;
+};
+
+namespace detail {
+/// Cold paths of the typed API: they build the message and throw.
+[[noreturn]] void throw_not_alive(const char* op, Entity e, ComponentId id);
+[[noreturn]] void throw_missing(const char* op, Entity e, ComponentId id);
+/// Throws the right error for a failed lookup of `id` on `e`.
+[[noreturn]] void throw_lookup(const Storage& s, const char* op, Entity e, ComponentId id);
+}  // namespace detail
+
+}  // namespace tessera
+
+#include <tessera/detail/world_impl.hpp>

@@ -1,0 +1,559 @@
+// The untyped core: archetype tables and the entity index.
+//
+// Every mutating function first does everything that can fail (allocation, archetype creation,
+// reserving rows and entity slots) and only then changes state with operations that cannot
+// throw, which is how the strong guarantee holds, std::bad_alloc included.
+#include <tessera/detail/storage.hpp>
+#include <tessera/error.hpp>
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <string>
+
+namespace tessera::detail {
+
+[[noreturn]] void throw_not_alive(const char* op, Entity e, ComponentId id);
+
+namespace {
+
+constexpr std::size_t column_alignment = 64;        // cache line: vector loads never split
+constexpr std::size_t huge_page = std::size_t{2} << 20;
+constexpr std::uint32_t max_rows = 0xFFFFFFFEu;
+
+std::uint64_t hash_ids(std::span<const ComponentId> ids) noexcept {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (ComponentId id : ids) h = (h ^ id.value) * 0x100000001b3ull;
+    return h;
+}
+
+void copy_row(const Column& from, std::uint32_t src, const Column& to, std::uint32_t dst) noexcept {
+    std::byte* d = to.data + std::size_t{dst} * to.size;
+    std::byte* s = from.data + std::size_t{src} * from.size;
+    if (from.info->relocate == nullptr) std::memcpy(d, s, from.size);
+    else from.info->relocate(d, s, 1);
+    if (to.changed != nullptr) {
+        to.added[dst] = from.added[src];
+        to.changed[dst] = from.changed[src];
+    }
+    if (to.enabled != nullptr) to.enabled[dst] = from.enabled[src];
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------- EdgeMap
+
+EdgeMap::Edge& EdgeMap::get(std::uint32_t key) {
+    if (const Edge* e = find(key)) return const_cast<Edge&>(*e);
+    if ((used_ + 1) * 2 > slots_.size()) {
+        std::pmr::vector<Edge> bigger(std::max<std::size_t>(8, slots_.size() * 2),
+                                      slots_.get_allocator());
+        const std::size_t mask = bigger.size() - 1;
+        for (const Edge& e : slots_) {
+            if (e.key == 0xFFFFFFFFu) continue;
+            std::size_t i = e.key & mask;
+            while (bigger[i].key != 0xFFFFFFFFu) i = (i + 1) & mask;
+            bigger[i] = e;
+        }
+        slots_.swap(bigger);
+    }
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t i = key & mask;
+    while (slots_[i].key != 0xFFFFFFFFu) i = (i + 1) & mask;
+    slots_[i].key = key;
+    ++used_;
+    return slots_[i];
+}
+
+// ---------------------------------------------------------------------------------- Storage
+
+Storage::Storage(std::pmr::memory_resource* mr)
+    : mr_(mr),
+      records_(mr),
+      archetypes_(mr),
+      components_(mr),
+      set_index_(mr),
+      bundles_(mr),
+      bundle_slots_(mr) {
+    create_archetype({});  // dead_archetype: the sentinel of free entity slots
+    try {
+        create_archetype({});  // empty_archetype
+    } catch (...) {
+        release_archetype(*archetypes_[0]);
+        throw;
+    }
+}
+
+Storage::~Storage() {
+    for (Archetype* a : archetypes_) release_archetype(*a);
+}
+
+std::byte* Storage::allocate(std::size_t bytes, std::size_t align) {
+    auto* p = static_cast<std::byte*>(mr_->allocate(bytes, align));
+    // Large columns are touched page by page as they fill; transparent huge pages cut the
+    // page faults that dominate creation. Advice only: failure changes nothing.
+    if (bytes >= 2 * huge_page) {
+        const auto begin = (reinterpret_cast<std::uintptr_t>(p) + huge_page - 1) & ~(huge_page - 1);
+        const auto end = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(huge_page - 1);
+        if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+    }
+    return p;
+}
+
+void Storage::deallocate(void* p, std::size_t bytes, std::size_t align) noexcept {
+    if (p != nullptr) mr_->deallocate(p, bytes, align);
+}
+
+void Storage::release_archetype(Archetype& a) noexcept {
+    for (Column& c : a.columns) {
+        if (c.info->destroy != nullptr) c.info->destroy(c.data, a.size);
+        deallocate(c.data, std::size_t{a.capacity} * c.size,
+                   std::max<std::size_t>(column_alignment, c.info->alignment));
+        deallocate(c.added, std::size_t{a.capacity} * sizeof(std::uint64_t), column_alignment);
+        deallocate(c.changed, std::size_t{a.capacity} * sizeof(std::uint64_t), column_alignment);
+        deallocate(c.enabled, a.capacity, column_alignment);
+    }
+    deallocate(a.entities, std::size_t{a.capacity} * sizeof(Entity), column_alignment);
+    a.~Archetype();
+    mr_->deallocate(&a, sizeof(Archetype), alignof(Archetype));
+}
+
+const ComponentInfo& Storage::ensure_component(ComponentId id) {
+    if (id.value >= components_.size()) {
+        components_.resize(std::max<std::size_t>(id.value + 1, components_.size() * 2));
+    }
+    WorldComponent& wc = components_[id.value];
+    if (wc.info == nullptr) wc.info = &component_info(id);
+    return *wc.info;
+}
+
+const ComponentInfo& Storage::info(ComponentId id) const noexcept {
+    return *components_[id.value].info;
+}
+
+Archetype& Storage::create_archetype(std::span<const ComponentId> ids) {
+    if (archetypes_.size() == archetypes_.capacity()) {
+        archetypes_.reserve(std::max<std::size_t>(16, archetypes_.size() * 2));
+    }
+    if (set_index_.size() == set_index_.capacity()) {
+        set_index_.reserve(std::max<std::size_t>(16, set_index_.size() * 2));
+    }
+    void* mem = mr_->allocate(sizeof(Archetype), alignof(Archetype));
+    auto* a = ::new (mem) Archetype(mr_);
+    try {
+        a->ids.assign(ids.begin(), ids.end());
+        a->slots.assign(ids.empty() ? 0 : ids.back().value + 1, slot_absent);
+        std::size_t non_tags = 0;
+        for (ComponentId id : ids) non_tags += info(id).is_tag() ? 0 : 1;
+        a->columns.reserve(non_tags);
+    } catch (...) {
+        release_archetype(*a);
+        throw;
+    }
+    for (ComponentId id : ids) {
+        const ComponentInfo& ci = info(id);
+        if (ci.is_tag()) {
+            a->slots[id.value] = slot_tag;
+            continue;
+        }
+        a->slots[id.value] = static_cast<std::int32_t>(a->columns.size());
+        Column col;
+        col.info = &ci;
+        col.size = ci.size;
+        col.tracked = components_[id.value].tracked;
+        a->tracked = a->tracked || col.tracked;
+        a->columns.push_back(col);
+    }
+    a->index = static_cast<std::uint32_t>(archetypes_.size());
+    archetypes_.push_back(a);
+    if (a->index != dead_archetype) set_index_.push_back({hash_ids(ids), a->index});
+    return *a;
+}
+
+Archetype& Storage::archetype_for(std::span<const ComponentId> ids) {
+    const std::uint64_t h = hash_ids(ids);
+    for (const SetKey& k : set_index_) {
+        if (k.hash != h) continue;
+        const Archetype& a = *archetypes_[k.archetype];
+        if (std::equal(a.ids.begin(), a.ids.end(), ids.begin(), ids.end())) {
+            return *archetypes_[k.archetype];
+        }
+    }
+    return create_archetype(ids);
+}
+
+namespace {
+// The sorted set `from` +/- `ids`, in a buffer from `mr`.
+std::pmr::vector<ComponentId> merged_set(const Archetype& from, std::span<const ComponentId> ids,
+                                         bool adding, std::pmr::memory_resource* mr) {
+    std::pmr::vector<ComponentId> sorted(ids.begin(), ids.end(), mr);
+    std::sort(sorted.begin(), sorted.end());
+    std::pmr::vector<ComponentId> out(mr);
+    out.reserve(from.ids.size() + sorted.size());
+    if (adding) {
+        std::set_union(from.ids.begin(), from.ids.end(), sorted.begin(), sorted.end(),
+                       std::back_inserter(out));
+    } else {
+        std::set_difference(from.ids.begin(), from.ids.end(), sorted.begin(), sorted.end(),
+                            std::back_inserter(out));
+    }
+    return out;
+}
+}  // namespace
+
+Archetype& Storage::add_edge(Archetype& from, ComponentId id) {
+    if (const EdgeMap::Edge* e = from.edges.find(id.value); e != nullptr && e->add != no_index) {
+        return *archetypes_[e->add];
+    }
+    ensure_component(id);
+    const ComponentId one[] = {id};
+    Archetype& to = archetype_for(merged_set(from, one, true, mr_));
+    from.edges.get(id.value).add = to.index;
+    return to;
+}
+
+Archetype& Storage::remove_edge(Archetype& from, ComponentId id) {
+    if (const EdgeMap::Edge* e = from.edges.find(id.value); e != nullptr && e->remove != no_index) {
+        return *archetypes_[e->remove];
+    }
+    const ComponentId one[] = {id};
+    Archetype& to = archetype_for(merged_set(from, one, false, mr_));
+    from.edges.get(id.value).remove = to.index;
+    return to;
+}
+
+Storage::Bundle Storage::bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids) {
+    if (bundle_id < bundles_.size() && bundles_[bundle_id].archetype != no_index) {
+        const BundleEntry& b = bundles_[bundle_id];
+        return {archetypes_[b.archetype], bundle_slots_.data() + b.offset};
+    }
+    for (ComponentId id : ids) ensure_component(id);
+    std::pmr::vector<ComponentId> sorted(ids.begin(), ids.end(), mr_);
+    std::sort(sorted.begin(), sorted.end());
+    Archetype& a = archetype_for(sorted);
+    if (bundle_id >= bundles_.size()) {
+        bundles_.resize(std::max<std::size_t>(bundle_id + 1, bundles_.size() * 2));
+    }
+    const auto offset = static_cast<std::uint32_t>(bundle_slots_.size());
+    bundle_slots_.reserve(offset + ids.size());  // nothing below throws
+    for (ComponentId id : ids) bundle_slots_.push_back(a.slot(id));
+    bundles_[bundle_id] = {a.index, offset};
+    return {&a, bundle_slots_.data() + offset};
+}
+
+void Storage::track(ComponentId id) {
+    ensure_component(id);
+    if (components_[id.value].tracked) return;
+    // Allocate every tick array first, so a failure leaves tracking off and nothing leaked.
+    std::pmr::vector<std::uint64_t*> arrays(mr_);
+    std::size_t needed = 0;
+    for (const Archetype* a : archetypes_) {
+        if (a->capacity > 0 && a->slot(id) >= 0) needed += 2;
+    }
+    arrays.reserve(needed);
+    try {
+        for (const Archetype* a : archetypes_) {
+            if (a->capacity == 0 || a->slot(id) < 0) continue;
+            for (int k = 0; k < 2; ++k) {
+                arrays.push_back(reinterpret_cast<std::uint64_t*>(
+                    allocate(std::size_t{a->capacity} * sizeof(std::uint64_t), column_alignment)));
+            }
+        }
+    } catch (...) {
+        std::size_t k = 0;
+        for (const Archetype* a : archetypes_) {
+            if (a->capacity == 0 || a->slot(id) < 0) continue;
+            for (int j = 0; j < 2 && k < arrays.size(); ++j, ++k) {
+                deallocate(arrays[k], std::size_t{a->capacity} * sizeof(std::uint64_t),
+                           column_alignment);
+            }
+        }
+        throw;
+    }
+    std::size_t k = 0;
+    for (Archetype* a : archetypes_) {
+        const std::int32_t c = a->slot(id);
+        if (c < 0) continue;
+        Column& col = a->columns[static_cast<std::uint32_t>(c)];
+        col.tracked = true;
+        a->tracked = true;
+        if (a->capacity == 0) continue;
+        col.added = arrays[k++];
+        col.changed = arrays[k++];
+        std::fill_n(col.added, a->size, tick_);
+        std::fill_n(col.changed, a->size, tick_);
+    }
+    components_[id.value].tracked = true;
+}
+
+void Storage::grow(Archetype& a, std::size_t min_capacity) {
+    if (min_capacity > max_rows) {
+        throw Error(errc::limit_exceeded,
+                    "World: an archetype table can't hold more than " + std::to_string(max_rows) +
+                        " rows");
+    }
+    const std::size_t cap = std::min<std::size_t>(
+        max_rows, std::max<std::size_t>({min_capacity, std::size_t{a.capacity} * 2, 8}));
+    // Every new array is allocated before anything moves; a failure frees what was taken.
+    struct Arrays {
+        std::byte* data;
+        std::uint64_t* added;
+        std::uint64_t* changed;
+        std::uint8_t* enabled;
+    };
+    std::pmr::vector<Arrays> fresh(mr_);
+    fresh.reserve(a.columns.size());
+    Entity* entities = nullptr;
+    auto release = [&] {
+        for (std::size_t i = 0; i < fresh.size(); ++i) {
+            const Column& c = a.columns[i];
+            deallocate(fresh[i].data, cap * c.size,
+                       std::max<std::size_t>(column_alignment, c.info->alignment));
+            deallocate(fresh[i].added, cap * sizeof(std::uint64_t), column_alignment);
+            deallocate(fresh[i].changed, cap * sizeof(std::uint64_t), column_alignment);
+            deallocate(fresh[i].enabled, cap, column_alignment);
+        }
+        deallocate(entities, cap * sizeof(Entity), column_alignment);
+    };
+    try {
+        entities = reinterpret_cast<Entity*>(allocate(cap * sizeof(Entity), column_alignment));
+        for (const Column& c : a.columns) {
+            Arrays& f = fresh.emplace_back(Arrays{nullptr, nullptr, nullptr, nullptr});
+            f.data = allocate(cap * c.size, std::max<std::size_t>(column_alignment, c.info->alignment));
+            if (c.tracked) {
+                f.added = reinterpret_cast<std::uint64_t*>(
+                    allocate(cap * sizeof(std::uint64_t), column_alignment));
+                f.changed = reinterpret_cast<std::uint64_t*>(
+                    allocate(cap * sizeof(std::uint64_t), column_alignment));
+            }
+            if (c.info->enableable) f.enabled = reinterpret_cast<std::uint8_t*>(allocate(cap, column_alignment));
+        }
+    } catch (...) {
+        release();
+        throw;
+    }
+    const std::size_t old_cap = a.capacity;
+    if (a.size > 0) std::memcpy(entities, a.entities, a.size * sizeof(Entity));
+    deallocate(a.entities, old_cap * sizeof(Entity), column_alignment);
+    a.entities = entities;
+    for (std::size_t i = 0; i < a.columns.size(); ++i) {
+        Column& c = a.columns[i];
+        Arrays& f = fresh[i];
+        if (a.size > 0) {
+            if (c.info->relocate == nullptr) std::memcpy(f.data, c.data, a.size * c.size);
+            else c.info->relocate(f.data, c.data, a.size);
+            if (c.added != nullptr) {
+                std::memcpy(f.added, c.added, a.size * sizeof(std::uint64_t));
+                std::memcpy(f.changed, c.changed, a.size * sizeof(std::uint64_t));
+            }
+            if (c.enabled != nullptr) std::memcpy(f.enabled, c.enabled, a.size);
+        }
+        deallocate(c.data, old_cap * c.size, std::max<std::size_t>(column_alignment, c.info->alignment));
+        deallocate(c.added, old_cap * sizeof(std::uint64_t), column_alignment);
+        deallocate(c.changed, old_cap * sizeof(std::uint64_t), column_alignment);
+        deallocate(c.enabled, old_cap, column_alignment);
+        c.data = f.data;
+        c.added = f.added;
+        c.changed = f.changed;
+        c.enabled = f.enabled;
+    }
+    a.capacity = static_cast<std::uint32_t>(cap);
+}
+
+void Storage::reserve_rows(Archetype& a, std::size_t n) {
+    if (a.size + n > a.capacity) grow(a, a.size + n);
+}
+
+void Storage::reserve_records(std::size_t n) {
+    if (n <= free_count_) return;
+    const std::size_t need = records_.size() + (n - free_count_);
+    if (need > max_rows) {
+        throw Error(errc::limit_exceeded,
+                    "World::spawn: a world can't hold more than " + std::to_string(max_rows) +
+                        " entities");
+    }
+    if (need > records_.capacity()) {
+        records_.reserve(std::max<std::size_t>({need, records_.capacity() * 2, 64}));
+    }
+}
+
+std::uint32_t Storage::take_index() noexcept {
+    if (free_head_ != no_index) {
+        const std::uint32_t index = free_head_;
+        free_head_ = records_[index].row;
+        --free_count_;
+        return index;
+    }
+    records_.push_back(EntityRecord{dead_archetype, 0, 1});  // capacity reserved: no throw
+    return static_cast<std::uint32_t>(records_.size() - 1);
+}
+
+RowSlot Storage::prepare_spawn(Archetype& a) {
+    reserve_spawn(a, 1);
+    return {&a, a.size};
+}
+
+void Storage::reserve_spawn(Archetype& a, std::size_t n) {
+    reserve_rows(a, n);
+    reserve_records(n);
+}
+
+void Storage::stamp_row_added(RowSlot slot) noexcept {
+    if (!slot.archetype->tracked) return;
+    for (Column& c : slot.archetype->columns) {
+        if (c.changed != nullptr) c.added[slot.row] = c.changed[slot.row] = tick_;
+    }
+}
+
+void Storage::stamp_added(RowSlot slot, std::int32_t column) noexcept {
+    Column& c = slot.archetype->columns[static_cast<std::uint32_t>(column)];
+    if (c.changed != nullptr) c.added[slot.row] = c.changed[slot.row] = tick_;
+}
+
+Entity Storage::commit_spawn(RowSlot slot) noexcept {
+    Archetype& a = *slot.archetype;
+    const std::uint32_t index = take_index();
+    EntityRecord& r = records_[index];
+    r.archetype = a.index;
+    r.row = slot.row;
+    const Entity e{index, r.generation};
+    a.entities[slot.row] = e;
+    for (Column& c : a.columns) {
+        if (c.enabled != nullptr) c.enabled[slot.row] = 1;
+    }
+    ++a.size;
+    ++alive_;
+    stamp_row_added(slot);
+    return e;
+}
+
+std::span<const Entity> Storage::commit_spawn_many(Archetype& a, std::size_t n) noexcept {
+    const std::uint32_t first = a.size;
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto row = static_cast<std::uint32_t>(first + i);
+        const std::uint32_t index = take_index();
+        EntityRecord& r = records_[index];
+        r.archetype = a.index;
+        r.row = row;
+        a.entities[row] = Entity{index, r.generation};
+    }
+    for (Column& c : a.columns) {
+        if (c.enabled != nullptr) std::fill_n(c.enabled + first, n, std::uint8_t{1});
+        if (c.changed != nullptr) {
+            std::fill_n(c.added + first, n, tick_);
+            std::fill_n(c.changed + first, n, tick_);
+        }
+    }
+    a.size += static_cast<std::uint32_t>(n);
+    alive_ += n;
+    return {a.entities + first, n};
+}
+
+Entity Storage::spawn_empty() {
+    return commit_spawn(prepare_spawn(*archetypes_[empty_archetype]));
+}
+
+void Storage::destroy_rows(Archetype& a, std::uint32_t first, std::size_t n) noexcept {
+    for (Column& c : a.columns) {
+        if (c.info->destroy != nullptr) c.info->destroy(c.data + std::size_t{first} * c.size, n);
+    }
+}
+
+// Moves the last row of `a` into `row`, whose values are already gone (destroyed or moved out).
+void Storage::free_row(Archetype& a, std::uint32_t row) noexcept {
+    const std::uint32_t last = a.size - 1;
+    if (row != last) {
+        for (Column& c : a.columns) copy_row(c, last, c, row);
+        const Entity moved = a.entities[last];
+        a.entities[row] = moved;
+        records_[moved.index].row = row;
+    }
+    --a.size;
+}
+
+bool Storage::despawn(Entity e) noexcept {
+    if (record(e) == nullptr) return false;
+    EntityRecord& r = records_[e.index];
+    Archetype& a = *archetypes_[r.archetype];
+    destroy_rows(a, r.row, 1);
+    free_row(a, r.row);
+    r.archetype = dead_archetype;
+    r.generation = r.generation + 1 == 0 ? 1 : r.generation + 1;
+    r.row = free_head_;
+    free_head_ = e.index;
+    ++free_count_;
+    --alive_;
+    return true;
+}
+
+RowSlot Storage::move_entity(Entity e, const EntityRecord& rec, Archetype& to) noexcept {
+    Archetype& from = *archetypes_[rec.archetype];
+    const std::uint32_t src = rec.row;
+    const std::uint32_t dst = to.size;
+    for (Column& c : from.columns) {
+        const std::int32_t j = to.slot(c.info->id);
+        if (j >= 0) {
+            copy_row(c, src, to.columns[static_cast<std::uint32_t>(j)], dst);
+        } else if (c.info->destroy != nullptr) {
+            c.info->destroy(c.data + std::size_t{src} * c.size, 1);
+        }
+    }
+    // Components new to the row start enabled; their values are the caller's to construct.
+    for (Column& c : to.columns) {
+        if (c.enabled != nullptr && !from.contains(c.info->id)) c.enabled[dst] = 1;
+    }
+    to.entities[dst] = e;
+    ++to.size;
+    free_row(from, src);
+    EntityRecord& r = records_[e.index];
+    r.archetype = to.index;
+    r.row = dst;
+    return {&to, dst};
+}
+
+RowSlot Storage::prepare_add(Entity e, std::span<const ComponentId> ids, bool* existed,
+                             const char* op) {
+    const EntityRecord* r = record(e);
+    if (r == nullptr) throw_not_alive(op, e, ids[0]);
+    Archetype& from = *archetypes_[r->archetype];
+    bool all = true;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        existed[i] = from.contains(ids[i]);
+        all = all && existed[i];
+    }
+    if (all) return {&from, r->row};
+    Archetype* to = nullptr;
+    if (ids.size() == 1) {
+        to = &add_edge(from, ids[0]);
+    } else {
+        for (ComponentId id : ids) ensure_component(id);
+        to = &archetype_for(merged_set(from, ids, true, mr_));
+    }
+    reserve_rows(*to, 1);
+    return move_entity(e, *r, *to);
+}
+
+bool Storage::remove(Entity e, std::span<const ComponentId> ids, const char* op) {
+    const EntityRecord* r = record(e);
+    if (r == nullptr) throw_not_alive(op, e, ids[0]);
+    Archetype& from = *archetypes_[r->archetype];
+    if (std::none_of(ids.begin(), ids.end(), [&](ComponentId id) { return from.contains(id); })) {
+        return false;
+    }
+    Archetype& to = ids.size() == 1 ? remove_edge(from, ids[0])
+                                    : archetype_for(merged_set(from, ids, false, mr_));
+    reserve_rows(to, 1);
+    move_entity(e, *r, to);
+    return true;
+}
+
+std::vector<Entity> Storage::entities() const {
+    std::vector<Entity> out;
+    out.reserve(alive_);
+    for (const Archetype* a : archetypes_) out.insert(out.end(), a->entities, a->entities + a->size);
+    return out;
+}
+
+}  // namespace tessera::detail

@@ -1,0 +1,87 @@
+// World: the facade. Members forward to the storage in a line or two.
+#include <tessera/world.hpp>
+
+#include <sstream>
+
+namespace tessera {
+
+namespace {
+detail::Storage* make_storage(std::pmr::memory_resource* mr) {
+    void* mem = mr->allocate(sizeof(detail::Storage), alignof(detail::Storage));
+    try {
+        return ::new (mem) detail::Storage(mr);
+    } catch (...) {
+        mr->deallocate(mem, sizeof(detail::Storage), alignof(detail::Storage));
+        throw;
+    }
+}
+void free_storage(detail::Storage* s) noexcept {
+    if (s == nullptr) return;
+    std::pmr::memory_resource* mr = s->resource();
+    s->~Storage();
+    mr->deallocate(s, sizeof(detail::Storage), alignof(detail::Storage));
+}
+}  // namespace
+
+World::World() : World(std::pmr::get_default_resource()) {}
+
+World::World(std::pmr::memory_resource* resource)
+    : storage_(make_storage(resource != nullptr ? resource : std::pmr::get_default_resource())) {}
+
+World::~World() { free_storage(storage_); }
+
+World::World(World&& other) noexcept : storage_(std::exchange(other.storage_, nullptr)) {}
+
+World& World::operator=(World&& other) noexcept {
+    if (this != &other) {
+        free_storage(storage_);
+        storage_ = std::exchange(other.storage_, nullptr);
+    }
+    return *this;
+}
+
+std::pmr::memory_resource* World::memory_resource() const noexcept { return storage_->resource(); }
+
+Entity World::spawn() { return storage_->spawn_empty(); }
+
+bool World::despawn(Entity e) { return storage_->despawn(e); }
+
+bool World::is_alive(Entity e) const noexcept { return storage_->record(e) != nullptr; }
+
+std::size_t World::count() const noexcept { return storage_->count(); }
+
+std::vector<Entity> World::entities() const { return storage_->entities(); }
+
+std::uint64_t World::tick() const noexcept { return storage_->tick(); }
+
+std::uint64_t World::advance_tick() noexcept { return storage_->advance_tick(); }
+
+std::size_t World::archetype_count() const noexcept { return storage_->archetype_count(); }
+
+namespace detail {
+
+namespace {
+std::string describe(const char* op, Entity e, ComponentId id, const char* what) {
+    std::ostringstream os;
+    os << op << '<' << component_info(id).name << ">: entity " << e << what;
+    return os.str();
+}
+}  // namespace
+
+void throw_not_alive(const char* op, Entity e, ComponentId id) {
+    throw Error(errc::not_alive, describe(op, e, id, " is not alive"));
+}
+
+void throw_missing(const char* op, Entity e, ComponentId id) {
+    std::ostringstream os;
+    os << " has no " << component_info(id).name;
+    throw Error(errc::missing_component, describe(op, e, id, os.str().c_str()));
+}
+
+void throw_lookup(const Storage& s, const char* op, Entity e, ComponentId id) {
+    if (s.record(e) == nullptr) throw_not_alive(op, e, id);
+    throw_missing(op, e, id);
+}
+
+}  // namespace detail
+}  // namespace tessera
