@@ -1,0 +1,441 @@
+#include <tessera/world.hpp>
+
+#include "common/counting_resource.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ts = tessera;
+using ts::test::CountingResource;
+using ts::test::Tracked;
+
+namespace {
+struct Position {
+    float x = 0, y = 0;
+    bool operator==(const Position&) const = default;
+};
+struct Velocity {
+    float dx = 0, dy = 0;
+    bool operator==(const Velocity&) const = default;
+};
+struct Frozen {};
+struct Enemy {};
+struct Name {
+    std::string s;
+};
+struct Owned {
+    std::unique_ptr<int> p;
+};
+struct alignas(64) Wide {
+    double v[3] = {};
+};
+struct ThrowingCopy {
+    int v = 0;
+    ThrowingCopy() = default;
+    explicit ThrowingCopy(int x) : v(x) {}
+    ThrowingCopy(const ThrowingCopy&) { throw std::runtime_error("copy"); }
+    ThrowingCopy(ThrowingCopy&&) noexcept = default;
+};
+}  // namespace
+
+TEST(World, SpawnWithoutComponentsIsAliveAndCounted) {
+    ts::World w;
+    EXPECT_EQ(w.count(), 0u);
+    const ts::Entity e = w.spawn();
+    EXPECT_TRUE(w.is_alive(e));
+    EXPECT_EQ(w.count(), 1u);
+    EXPECT_FALSE(w.has<Position>(e));
+    EXPECT_EQ(w.archetype_count(), 1u);  // the empty archetype only
+}
+
+TEST(World, NewIndicesStartAtGenerationOne) {
+    ts::World w;
+    const ts::Entity a = w.spawn();
+    const ts::Entity b = w.spawn();
+    EXPECT_EQ(a.generation, 1u);
+    EXPECT_NE(a.index, b.index);
+}
+
+TEST(World, DespawnFreesIndexAndBumpsGeneration) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Position{1, 2});
+    EXPECT_TRUE(w.despawn(a));
+    EXPECT_FALSE(w.is_alive(a));
+    EXPECT_FALSE(w.despawn(a));  // already dead: false, no throw
+    const ts::Entity b = w.spawn();
+    EXPECT_EQ(b.index, a.index);
+    EXPECT_EQ(b.generation, a.generation + 1);
+    EXPECT_FALSE(w.is_alive(a));  // the stale handle stays dead after reuse
+    EXPECT_FALSE(w.has<Position>(a));
+    EXPECT_TRUE(w.is_alive(b));
+}
+
+TEST(World, NullForeignAndForgedHandlesAreNotAlive) {
+    ts::World w;
+    const ts::Entity a = w.spawn();
+    EXPECT_FALSE(w.is_alive(ts::Entity::null()));
+    EXPECT_FALSE(w.is_alive(ts::Entity{a.index + 100, 1}));
+    EXPECT_FALSE(w.despawn(ts::Entity::null()));
+    w.despawn(a);
+    // The generation the slot will get next is not alive before it is issued.
+    EXPECT_FALSE(w.is_alive(ts::Entity{a.index, a.generation + 1}));
+    EXPECT_EQ(w.try_get<Position>(ts::Entity{a.index, a.generation + 1}), nullptr);
+}
+
+TEST(World, SpawnWithComponentsPlacesThemInOneArchetype) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 2}, Velocity{3, 4});
+    EXPECT_EQ(w.get<Position>(e), (Position{1, 2}));
+    EXPECT_EQ(w.get<Velocity>(e), (Velocity{3, 4}));
+    EXPECT_EQ(w.archetype_count(), 2u);  // empty + {Position, Velocity}: no intermediate table
+    w.spawn(Velocity{}, Position{});     // any order: same archetype
+    EXPECT_EQ(w.archetype_count(), 2u);
+}
+
+TEST(World, SpawnCopiesLvaluesAndMovesRvalues) {
+    ts::World w;
+    Name n{"lvalue"};
+    const ts::Entity a = w.spawn(n);
+    EXPECT_EQ(n.s, "lvalue");
+    EXPECT_EQ(w.get<Name>(a).s, "lvalue");
+    Name m{std::string(64, 'm')};
+    const ts::Entity b = w.spawn(std::move(m));
+    EXPECT_EQ(w.get<Name>(b).s, std::string(64, 'm'));
+}
+
+TEST(World, SpawnManyInitialisesEveryRowAndReturnsContiguousEntities) {
+    ts::World w;
+    const auto span = w.spawn_many(1000, [](std::size_t i, Position& p, Velocity& v) {
+        p = {float(i), 0};
+        v = {1, float(i)};
+    });
+    ASSERT_EQ(span.size(), 1000u);
+    const std::vector<ts::Entity> ents(span.begin(), span.end());
+    EXPECT_EQ(w.count(), 1000u);
+    for (std::size_t i = 0; i < ents.size(); ++i) {
+        EXPECT_EQ(w.get<Position>(ents[i]).x, float(i));
+        EXPECT_EQ(w.get<Velocity>(ents[i]).dy, float(i));
+    }
+    EXPECT_EQ(w.entities(), ents);  // the span is the table's entity column
+}
+
+TEST(World, SpawnManyReusesFreedIndicesAndSupportsTags) {
+    ts::World w;
+    std::vector<ts::Entity> first;
+    for (int i = 0; i < 10; ++i) first.push_back(w.spawn());
+    for (ts::Entity e : first) w.despawn(e);
+    const auto span = w.spawn_many(20, [](std::size_t, Frozen&, Position& p) { p.x = 7; });
+    EXPECT_EQ(span.size(), 20u);
+    for (ts::Entity e : span) {
+        EXPECT_TRUE(w.has<Frozen>(e));
+        EXPECT_EQ(w.get<Position>(e).x, 7);
+    }
+    for (ts::Entity e : first) EXPECT_FALSE(w.is_alive(e));
+}
+
+TEST(World, SpawnManyRollsBackWhenInitThrows) {
+    Tracked::live = 0;
+    ts::World w;
+    const ts::Entity keep = w.spawn(Tracked{5});
+    EXPECT_THROW(w.spawn_many(100,
+                              [](std::size_t i, Tracked& t) {
+                                  t.value = int(i);
+                                  if (i == 50) throw std::runtime_error("init");
+                              }),
+                 std::runtime_error);
+    EXPECT_EQ(w.count(), 1u);
+    EXPECT_EQ(Tracked::live, 1);
+    EXPECT_EQ(w.get<Tracked>(keep).value, 5);
+    EXPECT_EQ(w.spawn_many(3, [](std::size_t, Tracked&) {}).size(), 3u);
+}
+
+TEST(World, AddNewComponentMovesRowAndKeepsValues) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 2});
+    const ts::Entity other = w.spawn(Position{9, 9});
+    w.add(e, Velocity{3, 4});
+    EXPECT_EQ(w.get<Position>(e), (Position{1, 2}));
+    EXPECT_EQ(w.get<Velocity>(e), (Velocity{3, 4}));
+    EXPECT_EQ(w.get<Position>(other), (Position{9, 9}));  // the row swapped into the hole
+    EXPECT_EQ(w.count(), 2u);
+}
+
+TEST(World, AddReplacesAnExistingValue) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 2});
+    const std::size_t archetypes = w.archetype_count();
+    w.add(e, Position{5, 6});
+    EXPECT_EQ(w.get<Position>(e), (Position{5, 6}));
+    EXPECT_EQ(w.archetype_count(), archetypes);
+}
+
+TEST(World, AddSeveralAtOnceMakesOneMove) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 1});
+    w.add(e, Velocity{2, 2}, Name{"n"}, Position{3, 3});
+    EXPECT_EQ(w.get<Position>(e), (Position{3, 3}));
+    EXPECT_EQ(w.get<Velocity>(e), (Velocity{2, 2}));
+    EXPECT_EQ(w.get<Name>(e).s, "n");
+    EXPECT_EQ(w.archetype_count(), 3u);  // empty, {P}, {P,V,Name}: no intermediate
+}
+
+TEST(World, TagsAreAddedRemovedAndTested) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{});
+    w.add<Frozen>(e);
+    w.add(e, Enemy{});
+    EXPECT_TRUE((w.has<Frozen, Enemy, Position>(e)));
+    EXPECT_NO_THROW((void)w.get<Frozen>(e));
+    EXPECT_EQ(w.try_get<Frozen>(e), nullptr);  // tags have no address
+    EXPECT_TRUE(w.remove<Frozen>(e));
+    EXPECT_FALSE(w.has<Frozen>(e));
+    EXPECT_TRUE(w.has<Enemy>(e));
+}
+
+TEST(World, TagsCostNoColumnBytes) {
+    CountingResource with_tag_mr, without_mr;
+    {
+        ts::World with_tag(&with_tag_mr), without(&without_mr);
+        with_tag.spawn_many(10000, [](std::size_t, Position&, Frozen&, Enemy&) {});
+        without.spawn_many(10000, [](std::size_t, Position&) {});
+        // Same table bytes: the tags only add metadata (a few hundred bytes).
+        EXPECT_LT(with_tag_mr.outstanding, without_mr.outstanding + 1024);
+    }
+}
+
+TEST(World, RemoveReturnsWhetherAnythingWasRemoved) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 1}, Velocity{2, 2}, Name{"x"});
+    EXPECT_FALSE(w.remove<Frozen>(e));
+    EXPECT_TRUE((w.remove<Velocity, Frozen>(e)));
+    EXPECT_FALSE(w.has<Velocity>(e));
+    EXPECT_EQ(w.get<Name>(e).s, "x");
+    EXPECT_TRUE((w.remove<Position, Name>(e)));
+    EXPECT_TRUE(w.is_alive(e));
+    EXPECT_FALSE(w.has<Position>(e));
+}
+
+TEST(World, GetSeveralReturnsATupleOfCopies) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 2}, Velocity{3, 4});
+    auto [p, v] = w.get<Position, Velocity>(e);
+    p.x = 100;
+    EXPECT_EQ(v, (Velocity{3, 4}));
+    EXPECT_EQ(w.get<Position>(e).x, 1);
+}
+
+TEST(World, TryGetIsNullForDeadOrAbsent) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 2});
+    ASSERT_NE(w.try_get<Position>(e), nullptr);
+    EXPECT_EQ(w.try_get<Position>(e)->y, 2);
+    EXPECT_EQ(w.try_get<Velocity>(e), nullptr);
+    w.despawn(e);
+    EXPECT_EQ(w.try_get<Position>(e), nullptr);
+    EXPECT_EQ(w.try_get<Position>(ts::Entity::null()), nullptr);
+}
+
+TEST(World, GetMutAndSetWriteInPlace) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 2}, Name{"a"});
+    w.get_mut<Position>(e).x = 10;
+    EXPECT_EQ(w.get<Position>(e).x, 10);
+    w.set(e, Name{"b"});
+    EXPECT_EQ(w.get<Name>(e).s, "b");
+    const Name lvalue{"c"};
+    w.set(e, lvalue);
+    EXPECT_EQ(w.get<Name>(e).s, "c");
+}
+
+TEST(World, ChangeTicksStartLazilyAtTheCurrentTick) {
+    ts::World w;
+    EXPECT_EQ(w.tick(), 1u);
+    const ts::Entity e = w.spawn(Position{1, 2});
+    EXPECT_EQ(w.advance_tick(), 2u);
+    EXPECT_EQ(w.advance_tick(), 3u);
+    // First read turns tracking on: existing rows are stamped with the current tick.
+    EXPECT_EQ(w.changed_tick<Position>(e), 3u);
+    EXPECT_EQ(w.added_tick<Position>(e), 3u);
+    w.advance_tick();
+    w.set(e, Position{5, 5});
+    EXPECT_EQ(w.changed_tick<Position>(e), 4u);
+    EXPECT_EQ(w.added_tick<Position>(e), 3u);
+    w.advance_tick();
+    (void)w.get_mut<Position>(e);
+    EXPECT_EQ(w.changed_tick<Position>(e), 5u);
+    w.advance_tick();
+    w.add(e, Position{6, 6});  // replace marks changed, not added
+    EXPECT_EQ(w.changed_tick<Position>(e), 6u);
+    EXPECT_EQ(w.added_tick<Position>(e), 3u);
+    (void)w.get<Position>(e);
+    (void)w.try_get<Position>(e);
+    EXPECT_EQ(w.changed_tick<Position>(e), 6u);  // reads stamp nothing
+}
+
+TEST(World, TicksTravelWithValuesAcrossArchetypeMoves) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 2});
+    const ts::Entity f = w.spawn(Position{3, 4});
+    (void)w.changed_tick<Position>(e);  // tracking on at tick 1
+    w.advance_tick();
+    w.set(e, Position{0, 0});  // changed at 2
+    w.advance_tick();
+    w.add(e, Velocity{});  // moves e at tick 3
+    EXPECT_EQ(w.changed_tick<Position>(e), 2u);
+    EXPECT_EQ(w.added_tick<Position>(e), 1u);
+    EXPECT_EQ(w.changed_tick<Velocity>(e), 3u);  // tracking starts now: stamped with tick 3
+    w.advance_tick();
+    w.remove<Velocity>(e);
+    EXPECT_EQ(w.changed_tick<Position>(e), 2u);
+    EXPECT_EQ(w.changed_tick<Position>(f), 1u);
+    w.advance_tick();
+    const ts::Entity g = w.spawn(Position{});  // a new row is stamped added+changed
+    EXPECT_EQ(w.added_tick<Position>(g), 5u);
+    EXPECT_EQ(w.changed_tick<Position>(g), 5u);
+    const auto many = w.spawn_many(3, [](std::size_t, Position&) {});
+    EXPECT_EQ(w.added_tick<Position>(many[2]), 5u);
+}
+
+TEST(World, SetIfChangedWritesOnlyDifferentValues) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 2});
+    w.advance_tick();
+    EXPECT_FALSE(w.set_if_changed(e, Position{1, 2}));
+    EXPECT_EQ(w.changed_tick<Position>(e), 2u);  // tracking started at tick 2, no write
+    w.advance_tick();
+    EXPECT_FALSE(w.set_if_changed(e, Position{1, 2}));
+    EXPECT_EQ(w.changed_tick<Position>(e), 2u);
+    EXPECT_TRUE(w.set_if_changed(e, Position{1, 3}));
+    EXPECT_EQ(w.changed_tick<Position>(e), 3u);
+    EXPECT_EQ(w.get<Position>(e).y, 3);
+}
+
+TEST(World, HeapOwningComponentsAreMovedAndDestroyedExactlyOnce) {
+    Tracked::live = 0;
+    {
+        ts::World w;
+        std::vector<ts::Entity> es;
+        for (int i = 0; i < 300; ++i) es.push_back(w.spawn(Tracked{i}, Name{std::string(40, 'a' + i % 26)}));
+        for (int i = 0; i < 300; i += 3) w.add(es[i], Position{});  // moves
+        for (int i = 0; i < 300; i += 5) w.despawn(es[i]);
+        for (int i = 1; i < 300; i += 7) {
+            if (w.is_alive(es[i])) w.remove<Name>(es[i]);
+        }
+        for (int i = 0; i < 300; ++i) {
+            if (!w.is_alive(es[i])) continue;
+            EXPECT_EQ(w.get<Tracked>(es[i]).value, i);
+            if (w.has<Name>(es[i])) {
+                EXPECT_EQ(w.get<Name>(es[i]).s, std::string(40, 'a' + i % 26));
+            }
+        }
+        int alive = 0;
+        for (ts::Entity e : es) alive += w.is_alive(e) ? 1 : 0;
+        EXPECT_EQ(Tracked::live, alive);
+        const ts::Entity o = w.spawn(Owned{std::make_unique<int>(7)});
+        w.add(o, Position{});
+        EXPECT_EQ(*w.try_get<Owned>(o)->p, 7);
+    }
+    EXPECT_EQ(Tracked::live, 0);
+}
+
+TEST(World, OverAlignedComponentsAreStoredAligned) {
+    ts::World w;
+    std::vector<ts::Entity> es;
+    for (int i = 0; i < 100; ++i) es.push_back(w.spawn(Position{}, Wide{{double(i), 0, 0}}));
+    w.add(es[3], Velocity{});
+    for (int i = 0; i < 100; ++i) {
+        const Wide* p = w.try_get<Wide>(es[i]);
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(reinterpret_cast<std::uintptr_t>(p) % 64, 0u);
+        EXPECT_EQ(p->v[0], double(i));
+    }
+}
+
+TEST(World, FailedCopyChangesNothing) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 1});
+    const ThrowingCopy value(3);
+    const std::size_t archetypes = w.archetype_count();
+    EXPECT_THROW(w.add(e, value), std::runtime_error);
+    EXPECT_FALSE(w.has<ThrowingCopy>(e));
+    EXPECT_EQ(w.archetype_count(), archetypes);
+    EXPECT_THROW(w.spawn(Position{}, value), std::runtime_error);
+    EXPECT_EQ(w.count(), 1u);
+    w.add(e, ThrowingCopy(4));
+    EXPECT_THROW(w.set(e, value), std::runtime_error);
+    EXPECT_EQ(w.get_mut<ThrowingCopy>(e).v, 4);
+}
+
+TEST(World, EntitiesListsEveryLiveEntityOnce) {
+    ts::World w;
+    std::vector<ts::Entity> es;
+    for (int i = 0; i < 50; ++i) es.push_back(i % 2 ? w.spawn(Position{}) : w.spawn());
+    for (int i = 0; i < 50; i += 4) w.despawn(es[i]);
+    std::vector<ts::Entity> listed = w.entities();
+    std::vector<ts::Entity> expected;
+    for (ts::Entity e : es) {
+        if (w.is_alive(e)) expected.push_back(e);
+    }
+    std::sort(listed.begin(), listed.end());
+    std::sort(expected.begin(), expected.end());
+    EXPECT_EQ(listed, expected);
+}
+
+TEST(World, RegisterComponentIsOptionalAndIdempotent) {
+    ts::World w;
+    const ts::ComponentId id = w.register_component<Position>();
+    EXPECT_EQ(id, ts::component_id<Position>());
+    EXPECT_EQ(w.register_component<Position>(), id);
+    EXPECT_EQ(w.archetype_count(), 1u);
+}
+
+TEST(World, AllStorageComesFromTheWorldsResource) {
+    CountingResource mr;
+    {
+        // Anything the world allocated elsewhere would hit this resource and throw.
+        std::pmr::memory_resource* previous =
+            std::pmr::set_default_resource(std::pmr::null_memory_resource());
+        {
+            ts::World w(&mr);
+            const auto span = w.spawn_many(1000, [](std::size_t, Position&, Name&) {});
+            const ts::Entity e = span[0];
+            w.add(e, Velocity{});
+            w.add<Frozen>(e);
+            (void)w.changed_tick<Position>(e);
+            w.remove<Position, Frozen>(e);
+            w.despawn(span[1]);
+            EXPECT_GT(mr.allocations, 0u);
+        }
+        std::pmr::set_default_resource(previous);
+    }
+    EXPECT_EQ(mr.outstanding, 0u);
+    EXPECT_EQ(mr.allocations, mr.deallocations);
+}
+
+TEST(World, MoveKeepsEntitiesAndValues) {
+    ts::World a;
+    const ts::Entity e = a.spawn(Position{1, 2}, Name{"moved"});
+    ts::World b(std::move(a));
+    EXPECT_EQ(b.get<Name>(e).s, "moved");
+    ts::World c;
+    c.spawn();
+    c = std::move(b);
+    EXPECT_EQ(c.count(), 1u);
+    EXPECT_EQ(c.get<Position>(e), (Position{1, 2}));
+}
+
+TEST(World, WorldsAreIndependent) {
+    ts::World a, b;
+    const ts::Entity ea = a.spawn(Position{1, 1});
+    EXPECT_FALSE(b.is_alive(ea));
+    EXPECT_EQ(b.count(), 0u);
+    const ts::Entity eb = b.spawn(Position{2, 2});
+    EXPECT_EQ(ea, eb);  // same handle value, different worlds
+    EXPECT_EQ(a.get<Position>(ea).x, 1);
+    EXPECT_EQ(b.get<Position>(eb).x, 2);
+}
