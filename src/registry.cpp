@@ -110,6 +110,9 @@ std::uint32_t next_bundle_id() noexcept {
 }  // namespace detail
 
 const ComponentInfo& component_info(ComponentId id) noexcept {
+    // Acquiring the count makes the record's contents visible, whichever way the id was learnt
+    // (component_id reads its cached id relaxed).
+    (void)registry().count.load(std::memory_order_acquire);
     const ComponentInfo* chunk =
         registry().chunks[id.value >> chunk_bits].load(std::memory_order_acquire);
     return chunk[id.value & (chunk_size - 1)];

@@ -116,8 +116,9 @@ void Storage::release_archetype(Archetype& a) noexcept {
         deallocate(c.enabled, a.capacity, column_alignment);
     }
     deallocate(a.entities, std::size_t{a.capacity} * sizeof(Entity), column_alignment);
+    const std::size_t bytes = Archetype::allocation_size(a.slot_count);
     a.~Archetype();
-    mr_->deallocate(&a, sizeof(Archetype), alignof(Archetype));
+    mr_->deallocate(&a, bytes, alignof(Archetype));
 }
 
 const ComponentInfo& Storage::ensure_component(ComponentId id) {
@@ -140,11 +141,12 @@ Archetype& Storage::create_archetype(std::span<const ComponentId> ids) {
     if (set_index_.size() == set_index_.capacity()) {
         set_index_.reserve(std::max<std::size_t>(16, set_index_.size() * 2));
     }
-    void* mem = mr_->allocate(sizeof(Archetype), alignof(Archetype));
-    auto* a = ::new (mem) Archetype(mr_);
+    const std::uint32_t slots = ids.empty() ? 0 : ids.back().value + 1;
+    void* mem = mr_->allocate(Archetype::allocation_size(slots), alignof(Archetype));
+    auto* a = ::new (mem) Archetype(mr_, slots);
+    std::fill_n(a->slot_table(), slots, slot_absent);
     try {
         a->ids.assign(ids.begin(), ids.end());
-        a->slots.assign(ids.empty() ? 0 : ids.back().value + 1, slot_absent);
         std::size_t non_tags = 0;
         for (ComponentId id : ids) non_tags += info(id).is_tag() ? 0 : 1;
         a->columns.reserve(non_tags);
@@ -155,10 +157,10 @@ Archetype& Storage::create_archetype(std::span<const ComponentId> ids) {
     for (ComponentId id : ids) {
         const ComponentInfo& ci = info(id);
         if (ci.is_tag()) {
-            a->slots[id.value] = slot_tag;
+            a->slot_table()[id.value] = slot_tag;
             continue;
         }
-        a->slots[id.value] = static_cast<std::int32_t>(a->columns.size());
+        a->slot_table()[id.value] = static_cast<std::int32_t>(a->columns.size());
         Column col;
         col.info = &ci;
         col.size = ci.size;
@@ -376,6 +378,7 @@ void Storage::reserve_records(std::size_t n) {
     }
     if (need > records_.capacity()) {
         records_.reserve(std::max<std::size_t>({need, records_.capacity() * 2, 64}));
+        record_data_ = records_.data();
     }
 }
 
@@ -387,7 +390,8 @@ std::uint32_t Storage::take_index() noexcept {
         return index;
     }
     records_.push_back(EntityRecord{dead_archetype, 0, 1});  // capacity reserved: no throw
-    return static_cast<std::uint32_t>(records_.size() - 1);
+    record_data_ = records_.data();
+    return record_count_++;
 }
 
 RowSlot Storage::prepare_spawn(Archetype& a) {

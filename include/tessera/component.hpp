@@ -2,6 +2,7 @@
 /// Component ids, per-type hooks (`ComponentInfo`) and per-type options (`component_traits`).
 #pragma once
 
+#include <atomic>
 #include <compare>
 #include <concepts>
 #include <cstddef>
@@ -155,18 +156,36 @@ TypeDescriptor describe() {
 
 }  // namespace detail
 
+namespace detail {
+/// `component_id<T>() + 1` once known, 0 before: constant-initialised, so reading it needs no
+/// guard and works even during static initialisation.
+template <class T>
+inline std::atomic<std::uint32_t> type_slot{0};
+
+template <class T>
+// `pure`: to the caller it only returns the id (the registration is invisible to the caller's
+// data), so loops that call component_id keep their other loads hoisted.
+[[gnu::noinline, gnu::cold, gnu::pure]] ComponentId first_component_id() {
+    const ComponentId id = register_type(describe<T>());
+    type_slot<T>.store(id.value + 1, std::memory_order_release);
+    return id;
+}
+}  // namespace detail
+
 /// The process-wide id of component type `T` (cv and references are stripped). The first call
-/// for a type registers it; later calls are a load. Thread-safe.
+/// for a type registers it; later calls are one load. Thread-safe.
 /// @throws Error(type_conflict) when another type of the same name but different size or
 ///         alignment was registered first (e.g. two plugins disagreeing on a struct).
 template <class T>
-[[nodiscard]] ComponentId component_id() {
+[[nodiscard]] inline ComponentId component_id() {
     using U = std::remove_cvref_t<T>;
     static_assert(Component<U>,
                   "tessera: a component type must be an object type that is nothrow move "
                   "constructible and nothrow destructible (mark its move constructor noexcept)");
-    static const ComponentId id = detail::register_type(detail::describe<U>());
-    return id;
+    // Relaxed: the id is all this reads; component_info() synchronises with the registry.
+    const std::uint32_t slot = detail::type_slot<U>.load(std::memory_order_relaxed);
+    if (slot != 0) [[likely]] return ComponentId{slot - 1};
+    return detail::first_component_id<U>();
 }
 
 /// The registry's record for `id`. Precondition: `id` was returned by the registry.

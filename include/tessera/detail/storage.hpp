@@ -63,27 +63,40 @@ private:
     std::size_t used_ = 0;
 };
 
-/// One archetype table.
+/// One archetype table. Allocated with its slot table right behind it (`slot_count` entries),
+/// so a component lookup needs no pointer load.
 struct Archetype {
-    explicit Archetype(std::pmr::memory_resource* mr)
-        : ids(mr), slots(mr), columns(mr), edges(mr) {}
+    Archetype(std::pmr::memory_resource* mr, std::uint32_t slots)
+        : slot_count(slots), ids(mr), columns(mr), edges(mr) {}
 
+    const std::uint32_t slot_count;        ///< entries in the slot table (max id value + 1)
     std::uint32_t index = 0;               ///< position in the world's archetype list
     std::uint32_t size = 0;                ///< live rows
     std::uint32_t capacity = 0;            ///< allocated rows
     bool tracked = false;                  ///< some column has tick arrays
     Entity* entities = nullptr;            ///< the entity of each row
     std::pmr::vector<ComponentId> ids;     ///< sorted component set, tags included
-    std::pmr::vector<std::int32_t> slots;  ///< id value -> column index / slot_tag / slot_absent
     std::pmr::vector<Column> columns;      ///< non-tag components, in id order
     EdgeMap edges;
 
+    /// Bytes to allocate for an archetype with `slots` slot-table entries.
+    static constexpr std::size_t allocation_size(std::uint32_t slots) noexcept {
+        return sizeof(Archetype) + std::size_t{slots} * sizeof(std::int32_t);
+    }
+    /// id value -> column index / slot_tag / slot_absent.
+    [[nodiscard]] std::int32_t* slot_table() noexcept {
+        return reinterpret_cast<std::int32_t*>(this + 1);
+    }
+    [[nodiscard]] const std::int32_t* slot_table() const noexcept {
+        return reinterpret_cast<const std::int32_t*>(this + 1);
+    }
     /// Column index of `id`, `slot_tag`, or `slot_absent`.
     [[nodiscard]] std::int32_t slot(ComponentId id) const noexcept {
-        return id.value < slots.size() ? slots[id.value] : slot_absent;
+        return id.value < slot_count ? slot_table()[id.value] : slot_absent;
     }
     [[nodiscard]] bool contains(ComponentId id) const noexcept { return slot(id) != slot_absent; }
 };
+static_assert(sizeof(Archetype) % alignof(std::int32_t) == 0);
 
 /// Where an entity lives. Dead slots point at archetype 0 (an empty sentinel table no live
 /// entity uses), so a lookup needs only the generation compare: the sentinel has no columns.
@@ -130,17 +143,25 @@ public:
 
     // ---- lookup (inline: the hot path) ----
     [[nodiscard]] const EntityRecord* record(Entity e) const noexcept {
-        if (e.index >= records_.size()) return nullptr;
-        const EntityRecord& r = records_[e.index];
+        if (e.index >= record_count_) return nullptr;
+        const EntityRecord& r = record_data_[e.index];
         return r.generation == e.generation && r.archetype != dead_archetype ? &r : nullptr;
+    }
+    /// The record of `e` when its index is in range and its generation matches. A free slot
+    /// can match a forged handle, but it points at the sentinel archetype, which has no
+    /// components, so component lookups through it fail without a liveness test.
+    [[nodiscard]] const EntityRecord* matching_record(Entity e) const noexcept {
+        if (e.index >= record_count_) return nullptr;
+        const EntityRecord* r = record_data_ + e.index;
+        return r->generation == e.generation ? r : nullptr;
     }
     [[nodiscard]] Archetype& archetype(std::uint32_t index) const noexcept {
         return *archetypes_[index];
     }
     /// Address of `id`'s value for `e`, or null when dead, absent or a tag.
     [[nodiscard]] std::byte* find(Entity e, ComponentId id) const noexcept {
-        if (e.index >= records_.size()) return nullptr;
-        const EntityRecord& r = records_[e.index];
+        if (e.index >= record_count_) return nullptr;
+        const EntityRecord& r = record_data_[e.index];
         if (r.generation != e.generation) return nullptr;  // dead slots hit the sentinel below
         const Archetype& a = *archetypes_[r.archetype];
         const std::int32_t c = a.slot(id);
@@ -150,8 +171,8 @@ public:
     }
     /// Where `e`'s non-tag `id` is; `archetype` null when dead or absent (or a tag).
     [[nodiscard]] Location locate(Entity e, ComponentId id) const noexcept {
-        if (e.index >= records_.size()) return {};
-        const EntityRecord& r = records_[e.index];
+        if (e.index >= record_count_) return {};
+        const EntityRecord& r = record_data_[e.index];
         if (r.generation != e.generation) return {};
         Archetype* a = archetypes_[r.archetype];
         const std::int32_t c = a->slot(id);
@@ -245,6 +266,10 @@ private:
     void release_archetype(Archetype& a) noexcept;
 
     std::pmr::memory_resource* mr_;
+    // The entity index, mirrored as pointer + count so a lookup's bounds check needs no
+    // division by the record size.
+    const EntityRecord* record_data_ = nullptr;
+    std::uint32_t record_count_ = 0;
     std::pmr::vector<EntityRecord> records_;
     std::pmr::vector<Archetype*> archetypes_;
     std::pmr::vector<WorldComponent> components_;

@@ -22,6 +22,17 @@ inline constexpr bool nothrow_forward_v =
 template <class U>
 U* column_ptr(const Archetype& a, std::int32_t slot, std::uint32_t row) noexcept;
 
+/// `e`'s `T`, or null when `e` is dead or lacks `T`: the typed fast path of every read.
+template <class T>
+T* lookup(const Storage& s, Entity e, ComponentId id) noexcept {
+    const EntityRecord* r = s.matching_record(e);
+    if (r == nullptr) return nullptr;
+    const Archetype& a = s.archetype(r->archetype);
+    const std::int32_t c = a.slot(id);
+    if (c < 0) return nullptr;
+    return column_ptr<T>(a, c, r->row);
+}
+
 template <class U, class Arg>
 void place(Storage& s, RowSlot slot, bool existed, Arg&& arg) noexcept {
     const std::int32_t c = slot.archetype->slot(component_id<U>());
@@ -179,9 +190,12 @@ bool World::has(Entity e) const noexcept {
 template <class T>
 T& World::checked(Entity e, const char* op) const {
     const ComponentId id = component_id<T>();
-    std::byte* p = storage_->find(e, id);
-    if (p == nullptr) detail::throw_lookup(*storage_, op, e, id);
-    return *reinterpret_cast<T*>(p);
+    const detail::EntityRecord* r = storage_->matching_record(e);
+    if (r == nullptr) [[unlikely]] detail::throw_lookup(*storage_, op, e, id);
+    const detail::Archetype& a = storage_->archetype(r->archetype);
+    const std::int32_t c = a.slot(id);
+    if (c < 0) [[unlikely]] detail::throw_lookup(*storage_, op, e, id);
+    return *detail::column_ptr<T>(a, c, r->row);
 }
 
 template <class... Ts>
@@ -205,7 +219,7 @@ template <class T>
 const T* World::try_get(Entity e) const noexcept {
     // component_id can only throw on a type_conflict at first registration; a type that
     // reaches a world's table is registered, so an unregistered type simply isn't there.
-    return reinterpret_cast<const T*>(storage_->find(e, component_id<T>()));
+    return detail::lookup<const T>(*storage_, e, component_id<T>());
 }
 
 template <class T>
