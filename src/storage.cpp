@@ -29,11 +29,26 @@ std::uint64_t hash_ids(std::span<const ComponentId> ids) noexcept {
     return h;
 }
 
-void copy_row(const Column& from, std::uint32_t src, const Column& to, std::uint32_t dst) noexcept {
-    std::byte* d = to.data + std::size_t{dst} * to.size;
-    std::byte* s = from.data + std::size_t{src} * from.size;
-    if (from.info->relocate == nullptr) std::memcpy(d, s, from.size);
-    else from.info->relocate(d, s, 1);
+// Moves one value; fixed-size copies for the common small sizes so they compile to a load and
+// a store instead of a call.
+inline void move_value(const Column& c, std::byte* d, std::byte* s) noexcept {
+    if (c.relocate != nullptr) {
+        c.relocate(d, s, 1);
+        return;
+    }
+    switch (c.size) {
+        case 4: std::memcpy(d, s, 4); break;
+        case 8: std::memcpy(d, s, 8); break;
+        case 12: std::memcpy(d, s, 12); break;
+        case 16: std::memcpy(d, s, 16); break;
+        default: std::memcpy(d, s, c.size); break;
+    }
+}
+
+// Moves row `src` of `from` to row `dst` of `to` (same component): value, ticks, enable flag.
+inline void move_row(const Column& from, std::uint32_t src, const Column& to,
+                     std::uint32_t dst) noexcept {
+    move_value(from, to.data + std::size_t{dst} * to.size, from.data + std::size_t{src} * from.size);
     if (to.changed != nullptr) {
         to.added[dst] = from.added[src];
         to.changed[dst] = from.changed[src];
@@ -71,7 +86,6 @@ EdgeMap::Edge& EdgeMap::get(std::uint32_t key) {
 
 Storage::Storage(std::pmr::memory_resource* mr)
     : mr_(mr),
-      records_(mr),
       archetypes_(mr),
       components_(mr),
       set_index_(mr),
@@ -88,6 +102,7 @@ Storage::Storage(std::pmr::memory_resource* mr)
 
 Storage::~Storage() {
     for (Archetype* a : archetypes_) release_archetype(*a);
+    deallocate(record_data_, std::size_t{record_capacity_} * sizeof(EntityRecord), column_alignment);
 }
 
 std::byte* Storage::allocate(std::size_t bytes, std::size_t align) {
@@ -108,7 +123,7 @@ void Storage::deallocate(void* p, std::size_t bytes, std::size_t align) noexcept
 
 void Storage::release_archetype(Archetype& a) noexcept {
     for (Column& c : a.columns) {
-        if (c.info->destroy != nullptr) c.info->destroy(c.data, a.size);
+        if (c.destroy != nullptr) c.destroy(c.data, a.size);
         deallocate(c.data, std::size_t{a.capacity} * c.size,
                    std::max<std::size_t>(column_alignment, c.info->alignment));
         deallocate(c.added, std::size_t{a.capacity} * sizeof(std::uint64_t), column_alignment);
@@ -162,10 +177,13 @@ Archetype& Storage::create_archetype(std::span<const ComponentId> ids) {
         }
         a->slot_table()[id.value] = static_cast<std::int32_t>(a->columns.size());
         Column col;
+        col.relocate = ci.relocate;
+        col.destroy = ci.destroy;
         col.info = &ci;
+        col.id = id;
         col.size = ci.size;
-        col.tracked = components_[id.value].tracked;
-        a->tracked = a->tracked || col.tracked;
+        a->tracked = a->tracked || components_[id.value].tracked;
+        a->enableable = a->enableable || ci.enableable;
         a->columns.push_back(col);
     }
     a->index = static_cast<std::uint32_t>(archetypes_.size());
@@ -279,7 +297,6 @@ void Storage::track(ComponentId id) {
         const std::int32_t c = a->slot(id);
         if (c < 0) continue;
         Column& col = a->columns[static_cast<std::uint32_t>(c)];
-        col.tracked = true;
         a->tracked = true;
         if (a->capacity == 0) continue;
         col.added = arrays[k++];
@@ -324,7 +341,7 @@ void Storage::grow(Archetype& a, std::size_t min_capacity) {
         for (const Column& c : a.columns) {
             Arrays& f = fresh.emplace_back(Arrays{nullptr, nullptr, nullptr, nullptr});
             f.data = allocate(cap * c.size, std::max<std::size_t>(column_alignment, c.info->alignment));
-            if (c.tracked) {
+            if (components_[c.id.value].tracked) {
                 f.added = reinterpret_cast<std::uint64_t*>(
                     allocate(cap * sizeof(std::uint64_t), column_alignment));
                 f.changed = reinterpret_cast<std::uint64_t*>(
@@ -344,8 +361,8 @@ void Storage::grow(Archetype& a, std::size_t min_capacity) {
         Column& c = a.columns[i];
         Arrays& f = fresh[i];
         if (a.size > 0) {
-            if (c.info->relocate == nullptr) std::memcpy(f.data, c.data, a.size * c.size);
-            else c.info->relocate(f.data, c.data, a.size);
+            if (c.relocate == nullptr) std::memcpy(f.data, c.data, a.size * c.size);
+            else c.relocate(f.data, c.data, a.size);
             if (c.added != nullptr) {
                 std::memcpy(f.added, c.added, a.size * sizeof(std::uint64_t));
                 std::memcpy(f.changed, c.changed, a.size * sizeof(std::uint64_t));
@@ -370,27 +387,31 @@ void Storage::reserve_rows(Archetype& a, std::size_t n) {
 
 void Storage::reserve_records(std::size_t n) {
     if (n <= free_count_) return;
-    const std::size_t need = records_.size() + (n - free_count_);
+    const std::size_t need = record_count_ + (n - free_count_);
     if (need > max_rows) {
         throw Error(errc::limit_exceeded,
                     "World::spawn: a world can't hold more than " + std::to_string(max_rows) +
                         " entities");
     }
-    if (need > records_.capacity()) {
-        records_.reserve(std::max<std::size_t>({need, records_.capacity() * 2, 64}));
-        record_data_ = records_.data();
+    if (need > record_capacity_) {
+        const std::size_t cap =
+            std::min<std::size_t>(max_rows, std::max<std::size_t>({need, std::size_t{record_capacity_} * 2, 64}));
+        auto* fresh = reinterpret_cast<EntityRecord*>(allocate(cap * sizeof(EntityRecord), column_alignment));
+        if (record_count_ > 0) std::memcpy(fresh, record_data_, record_count_ * sizeof(EntityRecord));
+        deallocate(record_data_, std::size_t{record_capacity_} * sizeof(EntityRecord), column_alignment);
+        record_data_ = fresh;
+        record_capacity_ = static_cast<std::uint32_t>(cap);
     }
 }
 
 std::uint32_t Storage::take_index() noexcept {
     if (free_head_ != no_index) {
         const std::uint32_t index = free_head_;
-        free_head_ = records_[index].row;
+        free_head_ = record_data_[index].row;
         --free_count_;
         return index;
     }
-    records_.push_back(EntityRecord{dead_archetype, 0, 1});  // capacity reserved: no throw
-    record_data_ = records_.data();
+    record_data_[record_count_] = EntityRecord{dead_archetype, 0, 1};  // capacity reserved
     return record_count_++;
 }
 
@@ -419,13 +440,15 @@ void Storage::stamp_added(RowSlot slot, std::int32_t column) noexcept {
 Entity Storage::commit_spawn(RowSlot slot) noexcept {
     Archetype& a = *slot.archetype;
     const std::uint32_t index = take_index();
-    EntityRecord& r = records_[index];
+    EntityRecord& r = record_data_[index];
     r.archetype = a.index;
     r.row = slot.row;
     const Entity e{index, r.generation};
     a.entities[slot.row] = e;
-    for (Column& c : a.columns) {
-        if (c.enabled != nullptr) c.enabled[slot.row] = 1;
+    if (a.enableable) {
+        for (Column& c : a.columns) {
+            if (c.enabled != nullptr) c.enabled[slot.row] = 1;
+        }
     }
     ++a.size;
     ++alive_;
@@ -438,7 +461,7 @@ std::span<const Entity> Storage::commit_spawn_many(Archetype& a, std::size_t n) 
     for (std::size_t i = 0; i < n; ++i) {
         const auto row = static_cast<std::uint32_t>(first + i);
         const std::uint32_t index = take_index();
-        EntityRecord& r = records_[index];
+        EntityRecord& r = record_data_[index];
         r.archetype = a.index;
         r.row = row;
         a.entities[row] = Entity{index, r.generation};
@@ -461,7 +484,7 @@ Entity Storage::spawn_empty() {
 
 void Storage::destroy_rows(Archetype& a, std::uint32_t first, std::size_t n) noexcept {
     for (Column& c : a.columns) {
-        if (c.info->destroy != nullptr) c.info->destroy(c.data + std::size_t{first} * c.size, n);
+        if (c.destroy != nullptr) c.destroy(c.data + std::size_t{first} * c.size, n);
     }
 }
 
@@ -469,17 +492,17 @@ void Storage::destroy_rows(Archetype& a, std::uint32_t first, std::size_t n) noe
 void Storage::free_row(Archetype& a, std::uint32_t row) noexcept {
     const std::uint32_t last = a.size - 1;
     if (row != last) {
-        for (Column& c : a.columns) copy_row(c, last, c, row);
+        for (const Column& c : a.columns) move_row(c, last, c, row);
         const Entity moved = a.entities[last];
         a.entities[row] = moved;
-        records_[moved.index].row = row;
+        record_data_[moved.index].row = row;
     }
     --a.size;
 }
 
 bool Storage::despawn(Entity e) noexcept {
     if (record(e) == nullptr) return false;
-    EntityRecord& r = records_[e.index];
+    EntityRecord& r = record_data_[e.index];
     Archetype& a = *archetypes_[r.archetype];
     destroy_rows(a, r.row, 1);
     free_row(a, r.row);
@@ -496,22 +519,24 @@ RowSlot Storage::move_entity(Entity e, const EntityRecord& rec, Archetype& to) n
     Archetype& from = *archetypes_[rec.archetype];
     const std::uint32_t src = rec.row;
     const std::uint32_t dst = to.size;
-    for (Column& c : from.columns) {
-        const std::int32_t j = to.slot(c.info->id);
+    for (const Column& c : from.columns) {
+        const std::int32_t j = to.slot(c.id);
         if (j >= 0) {
-            copy_row(c, src, to.columns[static_cast<std::uint32_t>(j)], dst);
-        } else if (c.info->destroy != nullptr) {
-            c.info->destroy(c.data + std::size_t{src} * c.size, 1);
+            move_row(c, src, to.columns[static_cast<std::uint32_t>(j)], dst);
+        } else if (c.destroy != nullptr) {
+            c.destroy(c.data + std::size_t{src} * c.size, 1);
         }
     }
-    // Components new to the row start enabled; their values are the caller's to construct.
-    for (Column& c : to.columns) {
-        if (c.enabled != nullptr && !from.contains(c.info->id)) c.enabled[dst] = 1;
+    if (to.enableable) {
+        // Components new to the row start enabled; their values are the caller's to construct.
+        for (Column& c : to.columns) {
+            if (c.enabled != nullptr && !from.contains(c.id)) c.enabled[dst] = 1;
+        }
     }
     to.entities[dst] = e;
     ++to.size;
     free_row(from, src);
-    EntityRecord& r = records_[e.index];
+    EntityRecord& r = record_data_[e.index];
     r.archetype = to.index;
     r.row = dst;
     return {&to, dst};

@@ -23,15 +23,20 @@ namespace tessera::detail {
 inline constexpr std::int32_t slot_absent = -1;
 inline constexpr std::int32_t slot_tag = -2;
 
-/// One component's values in an archetype.
+/// One component's values in an archetype (one cache line: the hooks a row move needs are
+/// copied here from the `ComponentInfo`).
 struct Column {
-    std::byte* data = nullptr;             ///< `capacity * info->size` bytes
+    std::byte* data = nullptr;             ///< `capacity * size` bytes
     std::uint64_t* added = nullptr;        ///< per-row added tick; null until tracked
     std::uint64_t* changed = nullptr;      ///< per-row changed tick; null until tracked
     std::uint8_t* enabled = nullptr;       ///< per-row enable flag; null unless enableable
+    /// info->relocate: null when values move with memcpy
+    void (*relocate)(void* dst, void* src, std::size_t n) noexcept = nullptr;
+    /// info->destroy: null when trivially destructible
+    void (*destroy)(void* p, std::size_t n) noexcept = nullptr;
     const ComponentInfo* info = nullptr;
-    std::uint32_t size = 0;                ///< info->size, kept here for the hot path
-    bool tracked = false;                  ///< tick arrays exist once capacity > 0
+    ComponentId id;                        ///< info->id
+    std::uint32_t size = 0;                ///< info->size
 };
 
 /// A small open-addressing map from a component id to the archetypes one add / one remove
@@ -74,6 +79,7 @@ struct Archetype {
     std::uint32_t size = 0;                ///< live rows
     std::uint32_t capacity = 0;            ///< allocated rows
     bool tracked = false;                  ///< some column has tick arrays
+    bool enableable = false;               ///< some column has enable flags
     Entity* entities = nullptr;            ///< the entity of each row
     std::pmr::vector<ComponentId> ids;     ///< sorted component set, tags included
     std::pmr::vector<Column> columns;      ///< non-tag components, in id order
@@ -266,11 +272,11 @@ private:
     void release_archetype(Archetype& a) noexcept;
 
     std::pmr::memory_resource* mr_;
-    // The entity index, mirrored as pointer + count so a lookup's bounds check needs no
-    // division by the record size.
-    const EntityRecord* record_data_ = nullptr;
+    // The entity index: a plain array from mr_ (so large ones get huge pages, and the bounds
+    // check needs no division by the record size).
+    EntityRecord* record_data_ = nullptr;
     std::uint32_t record_count_ = 0;
-    std::pmr::vector<EntityRecord> records_;
+    std::uint32_t record_capacity_ = 0;
     std::pmr::vector<Archetype*> archetypes_;
     std::pmr::vector<WorldComponent> components_;
     struct SetKey {
