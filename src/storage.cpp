@@ -244,11 +244,7 @@ Archetype& Storage::remove_edge(Archetype& from, ComponentId id) {
     return to;
 }
 
-Storage::Bundle Storage::bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids) {
-    if (bundle_id < bundles_.size() && bundles_[bundle_id].archetype != no_index) {
-        const BundleEntry& b = bundles_[bundle_id];
-        return {archetypes_[b.archetype], bundle_slots_.data() + b.offset};
-    }
+Storage::Bundle Storage::new_bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids) {
     for (ComponentId id : ids) ensure_component(id);
     std::pmr::vector<ComponentId> sorted(ids.begin(), ids.end(), mr_);
     std::sort(sorted.begin(), sorted.end());
@@ -404,22 +400,6 @@ void Storage::reserve_records(std::size_t n) {
     }
 }
 
-std::uint32_t Storage::take_index() noexcept {
-    if (free_head_ != no_index) {
-        const std::uint32_t index = free_head_;
-        free_head_ = record_data_[index].row;
-        --free_count_;
-        return index;
-    }
-    record_data_[record_count_] = EntityRecord{dead_archetype, 0, 1};  // capacity reserved
-    return record_count_++;
-}
-
-RowSlot Storage::prepare_spawn(Archetype& a) {
-    reserve_spawn(a, 1);
-    return {&a, a.size};
-}
-
 void Storage::reserve_spawn(Archetype& a, std::size_t n) {
     reserve_rows(a, n);
     reserve_records(n);
@@ -437,23 +417,11 @@ void Storage::stamp_added(RowSlot slot, std::int32_t column) noexcept {
     if (c.changed != nullptr) c.added[slot.row] = c.changed[slot.row] = tick_;
 }
 
-Entity Storage::commit_spawn(RowSlot slot) noexcept {
-    Archetype& a = *slot.archetype;
-    const std::uint32_t index = take_index();
-    EntityRecord& r = record_data_[index];
-    r.archetype = a.index;
-    r.row = slot.row;
-    const Entity e{index, r.generation};
-    a.entities[slot.row] = e;
-    if (a.enableable) {
-        for (Column& c : a.columns) {
-            if (c.enabled != nullptr) c.enabled[slot.row] = 1;
-        }
+void Storage::init_row(RowSlot slot) noexcept {
+    for (Column& c : slot.archetype->columns) {
+        if (c.enabled != nullptr) c.enabled[slot.row] = 1;
     }
-    ++a.size;
-    ++alive_;
     stamp_row_added(slot);
-    return e;
 }
 
 std::span<const Entity> Storage::commit_spawn_many(Archetype& a, std::size_t n) noexcept {

@@ -216,15 +216,41 @@ public:
         Archetype* archetype;
         const std::int32_t* slots;
     };
-    Bundle bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids_in_order);
+    Bundle bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids_in_order) {
+        if (bundle_id < bundles_.size()) [[likely]] {
+            const BundleEntry& b = bundles_[bundle_id];
+            if (b.archetype != no_index) [[likely]] {
+                return {archetypes_[b.archetype], bundle_slots_.data() + b.offset};
+            }
+        }
+        return new_bundle(bundle_id, ids_in_order);
+    }
 
     // ---- entities ----
     /// Spawns an entity with no components.
     Entity spawn_empty();
     /// Reserves one row in `a` and one entity slot; nothing is visible until `commit_spawn`.
     /// May throw bad_alloc. Nothing may throw between the two calls.
-    RowSlot prepare_spawn(Archetype& a);
-    Entity commit_spawn(RowSlot slot) noexcept;
+    RowSlot prepare_spawn(Archetype& a) {
+        if (a.size == a.capacity || (free_count_ == 0 && record_count_ == record_capacity_))
+            [[unlikely]] {
+            reserve_spawn(a, 1);
+        }
+        return {&a, a.size};
+    }
+    Entity commit_spawn(RowSlot slot) noexcept {
+        Archetype& a = *slot.archetype;
+        const std::uint32_t index = take_index();
+        EntityRecord& r = record_data_[index];
+        r.archetype = a.index;
+        r.row = slot.row;
+        const Entity e{index, r.generation};
+        a.entities[slot.row] = e;
+        if (a.enableable || a.tracked) [[unlikely]] init_row(slot);
+        ++a.size;
+        ++alive_;
+        return e;
+    }
     /// Gets `e` ready to receive `ids` (one archetype move when any is new): afterwards each
     /// component of `ids` has a slot at the returned row, holding the old value when
     /// `existed[i]`, uninitialised otherwise. Throws not_alive (naming `op`) or bad_alloc
@@ -265,7 +291,19 @@ private:
     Archetype& create_archetype(std::span<const ComponentId> sorted_ids);
     void grow(Archetype& a, std::size_t min_capacity);
     void reserve_records(std::size_t n);
-    std::uint32_t take_index() noexcept;
+    std::uint32_t take_index() noexcept {
+        if (free_head_ != no_index) {
+            const std::uint32_t index = free_head_;
+            free_head_ = record_data_[index].row;
+            --free_count_;
+            return index;
+        }
+        record_data_[record_count_] = EntityRecord{dead_archetype, 0, 1};  // capacity reserved
+        return record_count_++;
+    }
+    /// Enable flags on and ticks stamped for a new row.
+    void init_row(RowSlot slot) noexcept;
+    Bundle new_bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids_in_order);
     void free_row(Archetype& a, std::uint32_t row) noexcept;
     std::byte* allocate(std::size_t bytes, std::size_t align);
     void deallocate(void* p, std::size_t bytes, std::size_t align) noexcept;
