@@ -27,7 +27,7 @@ struct Registry {
     std::array<std::atomic<ComponentInfo*>, max_chunks> chunks{};
     std::atomic<std::uint32_t> count{0};
     std::deque<std::string> names;  // stable storage for ComponentInfo::name
-    std::unordered_map<std::string_view, std::uint32_t> by_name;
+    std::unordered_map<std::string, std::uint32_t> by_name;  // by mangled name
     std::unordered_map<std::type_index, std::uint32_t> by_type;
 };
 
@@ -39,7 +39,10 @@ Registry& registry() {
 
 // Types without linkage can't be matched across shared libraries by name, and two of them may
 // share a name (`{anonymous}::Label` in two files), so they are keyed by type_index instead.
-bool has_linkage(std::string_view name) {
+// GCC marks internal-linkage type names with a leading '*'; the readable name catches the rest
+// (local classes, lambdas, and compilers that don't mark).
+bool has_linkage(const std::type_info& type, std::string_view name) {
+    if (type.name()[0] == '*') return false;
     for (std::string_view marker :
          {"anonymous", "<lambda", "(lambda", "<unnamed", "{unnamed", ")::"}) {
         if (name.find(marker) != std::string_view::npos) return false;
@@ -58,9 +61,12 @@ namespace detail {
 ComponentId register_type(const TypeDescriptor& d) {
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
-    const bool keyed_by_name = has_linkage(d.name);
+    // Named types are keyed by their mangled name: exact (the readable one drops details such as
+    // the type of an integer template argument) and the same in every shared library.
+    const bool keyed_by_name = has_linkage(*d.type, d.name);
+    const std::string key = keyed_by_name ? std::string(d.type->name()) : std::string();
     if (keyed_by_name) {
-        if (auto it = r.by_name.find(d.name); it != r.by_name.end()) {
+        if (auto it = r.by_name.find(key); it != r.by_name.end()) {
             const ComponentInfo& known = component_info(ComponentId{it->second});
             if (known.size != d.info.size || known.alignment != d.info.alignment) {
                 throw Error(errc::type_conflict,
@@ -87,10 +93,9 @@ ComponentId register_type(const TypeDescriptor& d) {
     }
     const std::string& name = r.names.emplace_back(d.name);
     try {
-        if (keyed_by_name) r.by_name.emplace(name, id);
+        if (keyed_by_name) r.by_name.emplace(key, id);
         else r.by_type.emplace(std::type_index(*d.type), id);
     } catch (...) {
-        r.by_name.erase(name);
         r.names.pop_back();
         throw;
     }

@@ -124,7 +124,7 @@ TEST(Component, SameNameDifferentLayoutIsTypeConflict) {
     info.size = 3;  // Position is 8 bytes
     info.alignment = 1;
     const std::string_view name = ts::component_info<Position>().name;
-    const ts::detail::TypeDescriptor clash{name, &typeid(int), info};
+    const ts::detail::TypeDescriptor clash{name, &typeid(Position), info};
     try {
         (void)ts::detail::register_type(clash);
         FAIL() << "expected type_conflict";
@@ -135,7 +135,8 @@ TEST(Component, SameNameDifferentLayoutIsTypeConflict) {
     // Same name and layout: the same id (how two libraries agree).
     info.size = sizeof(Position);
     info.alignment = alignof(Position);
-    EXPECT_EQ(ts::detail::register_type({name, &typeid(int), info}), ts::component_id<Position>());
+    EXPECT_EQ(ts::detail::register_type({name, &typeid(Position), info}),
+              ts::component_id<Position>());
 }
 
 template <int N>

@@ -13,6 +13,13 @@ namespace tessera {
 
 namespace detail {
 
+/// Every type of `Ts` (cv and references stripped) is a valid component.
+template <class... Ts>
+inline constexpr bool components_v = (Component<std::remove_cvref_t<Ts>> && ...);
+#define TESSERA_COMPONENT_REQUIREMENT                                                         \
+    "tessera: a component type must be an object type that is nothrow move constructible and " \
+    "nothrow destructible (mark its move constructor noexcept)"
+
 /// Whether every `U` can be constructed from its argument without throwing; when not, the
 /// typed calls first materialise the values (copies may throw while nothing has changed).
 template <class... Ts>
@@ -67,6 +74,7 @@ U* column_ptr(const Archetype& a, std::int32_t slot, std::uint32_t row) noexcept
 template <class... Ts>
     requires(sizeof...(Ts) > 0)
 Entity World::spawn(Ts&&... components) {
+    static_assert(detail::components_v<Ts...>, TESSERA_COMPONENT_REQUIREMENT);
     static_assert(detail::unique_types_v<std::remove_cvref_t<Ts>...>,
                   "tessera: World::spawn got the same component type twice");
     if constexpr (!detail::nothrow_forward_v<Ts...>) {
@@ -147,6 +155,7 @@ std::span<const Entity> World::spawn_many(std::size_t n, Init&& init) {
 template <class... Ts>
     requires(sizeof...(Ts) > 0)
 void World::add(Entity e, Ts&&... components) {
+    static_assert(detail::components_v<Ts...>, TESSERA_COMPONENT_REQUIREMENT);
     static_assert(detail::unique_types_v<std::remove_cvref_t<Ts>...>,
                   "tessera: World::add got the same component type twice");
     if constexpr (!detail::nothrow_forward_v<Ts...>) {
@@ -188,7 +197,7 @@ bool World::has(Entity e) const noexcept {
 }
 
 template <class T>
-T& World::checked(Entity e, const char* op) const {
+[[gnu::always_inline]] inline T& World::checked(Entity e, const char* op) const {
     const ComponentId id = component_id<T>();
     const detail::EntityRecord* r = storage_->matching_record(e);
     if (r == nullptr) [[unlikely]] detail::throw_lookup(*storage_, op, e, id);
@@ -234,6 +243,7 @@ T& World::get_mut(Entity e) {
 
 template <class T>
 void World::set(Entity e, T&& value) {
+    static_assert(detail::components_v<T>, TESSERA_COMPONENT_REQUIREMENT);
     using U = std::remove_cvref_t<T>;
     static_assert(!std::is_empty_v<U>, "tessera: tags have no value to set");
     if constexpr (!std::is_nothrow_constructible_v<U, T&&>) {

@@ -1,0 +1,116 @@
+// Shared pieces of the tessera benchmark suite (see /work/shared/BENCHMARKS.md for the exact
+// scenario definitions): components, constants, the aligned allocator used by the raw
+// baselines, and small helpers for timing and RSS.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <new>
+#include <string_view>
+#include <vector>
+
+#include <unistd.h>
+
+namespace tessera_bench {
+
+// Components of the scenarios: 8 bytes for Position and Velocity, 4 for A and B.
+struct Position {
+    float x, y;
+};
+struct Velocity {
+    float dx, dy;
+};
+struct A {
+    float v;
+};
+struct B {
+    float v;
+};
+
+/// Entity count of every scenario unless said otherwise.
+inline constexpr std::size_t kN = 1'000'000;
+/// Entity count of add_remove.
+inline constexpr std::size_t kAddRemoveN = 10'000;
+/// Seed of every shuffle.
+inline constexpr unsigned kSeed = 42;
+/// Iterations of the setup-heavy scenarios (one fresh world each).
+inline constexpr benchmark::IterationCount kSetupIterations = 5;
+/// Column alignment policy of the library: the raw baselines allocate the same way, since array
+/// placement alone can change a simple loop's speed several times (MEASURING.md).
+inline constexpr std::size_t kColumnAlignment = 64;
+
+/// std::allocator replacement aligning every block to kColumnAlignment.
+template <class T>
+struct AlignedAllocator {
+    using value_type = T;
+
+    AlignedAllocator() noexcept = default;
+    template <class U>
+    AlignedAllocator(const AlignedAllocator<U>&) noexcept {}
+
+    T* allocate(std::size_t n) {
+        return static_cast<T*>(
+            ::operator new(n * sizeof(T), std::align_val_t{kColumnAlignment}));
+    }
+    void deallocate(T* p, std::size_t) noexcept {
+        ::operator delete(p, std::align_val_t{kColumnAlignment});
+    }
+
+    template <class U>
+    friend bool operator==(const AlignedAllocator&, const AlignedAllocator<U>&) noexcept {
+        return true;
+    }
+};
+
+/// The raw baselines' arrays.
+template <class T>
+using AlignedVector = std::vector<T, AlignedAllocator<T>>;
+
+/// Resident set size of this process in bytes (second field of /proc/self/statm), or -1.
+inline long long resident_bytes() {
+    std::FILE* f = std::fopen("/proc/self/statm", "r");
+    if (f == nullptr) return -1;
+    long long size = 0;
+    long long resident = -1;
+    if (std::fscanf(f, "%lld %lld", &size, &resident) != 2) resident = -1;
+    std::fclose(f);
+    return resident < 0 ? -1 : resident * static_cast<long long>(sysconf(_SC_PAGESIZE));
+}
+
+/// Command-line flag that turns the binary into a memory-scenario child (see memory.cpp): the
+/// memory figures are taken in a freshly exec'd process so that the heap state is "default
+/// glibc, process start" whatever ran before.
+inline constexpr std::string_view kMemoryChildFlag = "--tessera-memory-child=";
+
+/// Body of a memory child: creates kN entities with the given variant ("raw" or "tessera") and
+/// prints "<rss growth in bytes> <entity count> <seconds>" on stdout. Returns the exit status.
+int memory_child(std::string_view variant);
+
+/// Wall-clock stopwatch for manual timing (UseManualTime).
+class Stopwatch {
+public:
+    Stopwatch() : start_(std::chrono::steady_clock::now()) {}
+    /// Seconds since construction.
+    [[nodiscard]] double seconds() const {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    }
+
+private:
+    std::chrono::steady_clock::time_point start_;
+};
+
+/// Registers a setup-heavy scenario: one fresh world per iteration, timed by hand.
+inline void setup_heavy(benchmark::internal::Benchmark* b) {
+    b->UseManualTime()->Iterations(kSetupIterations)->Unit(benchmark::kMillisecond);
+}
+
+/// Registers a scenario over a world built once, timed in real time.
+inline void steady(benchmark::internal::Benchmark* b) {
+    b->UseRealTime()->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace tessera_bench

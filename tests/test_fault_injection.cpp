@@ -1,0 +1,515 @@
+// Fault injection: every allocation a World operation makes is failed in turn, and the
+// operation must then throw std::bad_alloc and leave the world exactly as it was (the strong
+// exception guarantee of DESIGN.md, "Principles" 5). Afterwards the same operation must succeed
+// and give the same world as a run that never failed. All world storage, metadata included,
+// comes from the world's memory resource, so destroying the world returns every byte.
+#include <tessera/tessera.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <memory_resource>
+#include <new>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+// ---------------------------------------------------------------------------------------------
+// Global operator new counter, to prove that world operations on trivially copyable components
+// allocate nothing outside the world's resource.
+namespace {
+thread_local std::size_t g_global_news = 0;
+thread_local int g_in_resource = 0;  // allocations made by the test's resource itself don't count
+struct InResource {
+    InResource() { ++g_in_resource; }
+    ~InResource() { --g_in_resource; }
+    InResource(const InResource&) = delete;
+    InResource& operator=(const InResource&) = delete;
+};
+}  // namespace
+
+// The replacements pair malloc with free; GCC cannot see that through inlining.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+void* operator new(std::size_t size) {
+    if (g_in_resource == 0) ++g_global_news;
+    if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+    throw std::bad_alloc();
+}
+void* operator new[](std::size_t size) {
+    if (g_in_resource == 0) ++g_global_news;
+    if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// A memory resource that forwards to new_delete_resource(), counts, and fails on demand.
+class FailingResource final : public std::pmr::memory_resource {
+public:
+    /// The k-th allocation from now (k >= 1) throws std::bad_alloc; later ones succeed.
+    void arm(std::size_t k) {
+        countdown_ = k;
+        armed_ = true;
+        fired_ = false;
+    }
+    void disarm() { armed_ = false; }
+    bool fired() const { return fired_; }
+
+    std::size_t allocations() const { return allocations_; }
+    std::size_t deallocations() const { return deallocations_; }
+    std::size_t bytes_outstanding() const { return bytes_outstanding_; }
+    std::size_t blocks_outstanding() const { return blocks_.size(); }
+    std::size_t bad_deallocations() const { return bad_deallocations_; }
+
+private:
+    void* do_allocate(std::size_t bytes, std::size_t align) override {
+        const InResource guard;
+        if (armed_ && --countdown_ == 0) {
+            armed_ = false;
+            fired_ = true;
+            throw std::bad_alloc();
+        }
+        void* p = std::pmr::new_delete_resource()->allocate(bytes, align);
+        ++allocations_;
+        bytes_outstanding_ += bytes;
+        blocks_[p] = Block{bytes, align};
+        return p;
+    }
+
+    void do_deallocate(void* p, std::size_t bytes, std::size_t align) override {
+        const InResource guard;
+        auto it = blocks_.find(p);
+        if (it == blocks_.end() || it->second.bytes != bytes || it->second.align != align) {
+            // Unknown pointer, double free, or size/alignment that differ from the allocation.
+            ++bad_deallocations_;
+            ADD_FAILURE() << "bad deallocate(" << p << ", " << bytes << ", " << align << ")";
+            return;
+        }
+        blocks_.erase(it);
+        ++deallocations_;
+        bytes_outstanding_ -= bytes;
+        std::pmr::new_delete_resource()->deallocate(p, bytes, align);
+    }
+
+    bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+        return this == &other;
+    }
+
+    struct Block {
+        std::size_t bytes;
+        std::size_t align;
+    };
+    std::unordered_map<void*, Block> blocks_;
+    std::size_t allocations_ = 0;
+    std::size_t deallocations_ = 0;
+    std::size_t bytes_outstanding_ = 0;
+    std::size_t bad_deallocations_ = 0;
+    std::size_t countdown_ = 0;
+    bool armed_ = false;
+    bool fired_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Components.
+struct A {
+    std::int32_t v = 0;
+    bool operator==(const A&) const = default;
+};
+struct B {
+    float x = 0, y = 0;
+    bool operator==(const B&) const = default;
+};
+struct Label {
+    std::string s;
+    bool operator==(const Label&) const = default;
+};
+struct Tag {};
+struct Late {
+    std::int64_t v = 0;
+};
+struct alignas(64) Wide {
+    double v[3] = {};
+};
+
+/// Counts live instances; detects destroying an instance twice.
+struct Counted {
+    static inline long live = 0;
+    static inline long double_destroyed = 0;
+    static constexpr std::uint32_t kAlive = 0xA11FE5u;
+    static constexpr std::uint32_t kDead = 0xDEADu;
+
+    int v = 0;
+    std::uint32_t magic = kAlive;
+
+    Counted() { ++live; }
+    explicit Counted(int value) : v(value) { ++live; }
+    Counted(const Counted& o) : v(o.v) { ++live; }
+    Counted(Counted&& o) noexcept : v(o.v) { ++live; }
+    Counted& operator=(const Counted& o) {
+        v = o.v;
+        return *this;
+    }
+    Counted& operator=(Counted&& o) noexcept {
+        v = o.v;
+        return *this;
+    }
+    ~Counted() {
+        if (magic != kAlive) ++double_destroyed;
+        magic = kDead;
+        --live;
+    }
+    bool operator==(const Counted& o) const { return v == o.v; }
+};
+
+std::string long_text(int i) {
+    return "a label long enough to live on the heap, number " + std::to_string(i);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The script: a sequence of operations, each of which may refer to entities made before it.
+struct Ctx {
+    std::vector<tessera::Entity> e;     // entities from single spawns, in order
+    std::vector<tessera::Entity> many;  // entities from spawn_many, in order
+    std::vector<tessera::Entity> many2; // entities from later spawn_many calls, in order
+    bool tracked_a = false;             // tick arrays known to exist
+    bool tracked_counted = false;
+};
+
+struct Step {
+    const char* name;
+    std::function<void(tessera::World&, Ctx&)> run;
+};
+
+std::vector<Step> script() {
+    using tessera::World;
+    std::vector<Step> s;
+    s.push_back({"spawn()", [](World& w, Ctx& c) { c.e.push_back(w.spawn()); }});  // e0
+    s.push_back({"spawn(A, B)", [](World& w, Ctx& c) { c.e.push_back(w.spawn(A{1}, B{2, 3})); }});  // e1
+    s.push_back({"spawn(Label, Counted)",
+                 [](World& w, Ctx& c) { c.e.push_back(w.spawn(Label{long_text(2)}, Counted{3})); }});  // e2
+    s.push_back({"spawn_many(1000, A, Counted)", [](World& w, Ctx& c) {
+                     auto span = w.spawn_many(1000, [](std::size_t i, A& a, Counted& k) {
+                         a.v = static_cast<std::int32_t>(i);
+                         k.v = static_cast<int>(i) * 2;
+                     });
+                     c.many.insert(c.many.end(), span.begin(), span.end());
+                 }});
+    s.push_back({"add(e0, A) new archetype", [](World& w, Ctx& c) { w.add(c.e[0], A{10}); }});
+    s.push_back({"add(e1, Label) archetype move", [](World& w, Ctx& c) { w.add(c.e[1], Label{long_text(11)}); }});
+    s.push_back({"add(e1, A) replace", [](World& w, Ctx& c) { w.add(c.e[1], A{11}); }});
+    s.push_back({"add(e0, B, Label) several", [](World& w, Ctx& c) { w.add(c.e[0], B{5, 6}, Label{long_text(12)}); }});
+    s.push_back({"add<Tag>(e2)", [](World& w, Ctx& c) { w.add<Tag>(c.e[2]); }});
+    s.push_back({"spawn_many(600, Label, Counted, Tag) grows a table of strings", [](World& w, Ctx& c) {
+                     auto span = w.spawn_many(600, [](std::size_t i, Label& l, Counted& k, Tag&) {
+                         l.s = long_text(static_cast<int>(i) + 100);
+                         k.v = static_cast<int>(i) + 100;
+                     });
+                     c.many2.insert(c.many2.end(), span.begin(), span.end());
+                 }});
+    s.push_back({"add(many[7], Label) big source table", [](World& w, Ctx& c) { w.add(c.many[7], Label{long_text(7)}); }});
+    s.push_back({"remove<A>(e1)", [](World& w, Ctx& c) { EXPECT_TRUE(w.remove<A>(c.e[1])); }});
+    s.push_back({"remove<A, B>(e0)", [](World& w, Ctx& c) { (void)w.remove<A, B>(c.e[0]); }});
+    s.push_back({"changed_tick<A> activates tracking", [](World& w, Ctx& c) {
+                     EXPECT_EQ(static_cast<std::uint64_t>(w.changed_tick<A>(c.many[3])), 1u);
+                     c.tracked_a = true;
+                 }});
+    s.push_back({"advance_tick", [](World& w, Ctx&) { w.advance_tick(); }});
+    s.push_back({"set_if_changed(many[5], A) tracked", [](World& w, Ctx& c) { w.set_if_changed(c.many[5], A{999}); }});
+    s.push_back({"set_if_changed(e2, Counted) activates tracking", [](World& w, Ctx& c) {
+                     w.set_if_changed(c.e[2], Counted{30});
+                     c.tracked_counted = true;
+                 }});
+    s.push_back({"set(many[9], A)", [](World& w, Ctx& c) { w.set(c.many[9], A{-9}); }});
+    s.push_back({"add(e2, Counted) replace", [](World& w, Ctx& c) { w.add(c.e[2], Counted{77}); }});
+    s.push_back({"spawn(Counted, A, Tag) tracked types", [](World& w, Ctx& c) {
+                     c.e.push_back(w.spawn(Counted{4}, A{5}, Tag{}));  // e3
+                 }});
+    s.push_back({"spawn_many(1500, A, Counted) grows a tracked table", [](World& w, Ctx& c) {
+                     auto span = w.spawn_many(1500, [](std::size_t i, A& a, Counted& k) {
+                         a.v = static_cast<std::int32_t>(i) + 10000;
+                         k.v = static_cast<int>(i) + 10000;
+                     });
+                     c.many2.insert(c.many2.end(), span.begin(), span.end());
+                 }});
+    s.push_back({"add<Counted>(e0) value-initialised", [](World& w, Ctx& c) { w.add<Counted>(c.e[0]); }});
+    s.push_back({"despawn(many2[3]) Label row", [](World& w, Ctx& c) { EXPECT_TRUE(w.despawn(c.many2[3])); }});
+    s.push_back({"spawn(Wide)", [](World& w, Ctx& c) { c.e.push_back(w.spawn(Wide{{1, 2, 3}})); }});  // e4
+    s.push_back({"despawn(e1)", [](World& w, Ctx& c) { EXPECT_TRUE(w.despawn(c.e[1])); }});
+    s.push_back({"despawn(many[0])", [](World& w, Ctx& c) { EXPECT_TRUE(w.despawn(c.many[0])); }});
+    s.push_back({"spawn() reuses an index", [](World& w, Ctx& c) { c.e.push_back(w.spawn()); }});  // e5
+    s.push_back({"register_component<Late>", [](World& w, Ctx&) { w.register_component<Late>(); }});
+    s.push_back({"add(e0, Late)", [](World& w, Ctx& c) { w.add(c.e[0], Late{42}); }});
+    s.push_back({"add(e5, Counted, A) tracked", [](World& w, Ctx& c) { w.add(c.e[5], Counted{8}, A{8}); }});
+    s.push_back({"add(e2, Label, A) replace and new", [](World& w, Ctx& c) {
+                     w.add(c.e[2], Label{long_text(21)}, A{21});
+                 }});
+    s.push_back({"spawn_many(2000, A, B) existing archetype", [](World& w, Ctx& c) {
+                     auto span = w.spawn_many(2000, [](std::size_t i, A& a, B& b) {
+                         a.v = static_cast<std::int32_t>(i) + 5000;
+                         b = B{static_cast<float>(i), 1};
+                     });
+                     c.many.insert(c.many.end(), span.begin(), span.end());
+                 }});
+    s.push_back({"add(many[1500], Wide) 64-aligned column", [](World& w, Ctx& c) { w.add(c.many[1500], Wide{{4, 5, 6}}); }});
+    s.push_back({"remove<Counted>(e2)", [](World& w, Ctx& c) { EXPECT_TRUE(w.remove<Counted>(c.e[2])); }});
+    s.push_back({"get_mut<Counted>(many[2])", [](World& w, Ctx& c) { w.get_mut<Counted>(c.many[2]).v = 123; }});
+    s.push_back({"despawn(many[500]) Counted row", [](World& w, Ctx& c) { EXPECT_TRUE(w.despawn(c.many[500])); }});
+    s.push_back({"add(e3, Label) tracked source", [](World& w, Ctx& c) { w.add(c.e[3], Label{long_text(3)}); }});
+    s.push_back({"remove<Label, B>(e0) one absent", [](World& w, Ctx& c) {
+                     EXPECT_TRUE((w.remove<Label, B>(c.e[0])));
+                 }});
+    s.push_back({"added_tick<Counted>(e3)", [](World& w, Ctx& c) {
+                     EXPECT_EQ(static_cast<std::uint64_t>(w.added_tick<Counted>(c.e[3])), 2u);
+                 }});
+    return s;
+}
+
+// ---------------------------------------------------------------------------------------------
+// A comparable picture of the whole world state.
+struct Snapshot {
+    std::size_t count = 0;
+    std::uint64_t tick = 0;
+    std::size_t archetypes = 0;
+    std::unordered_map<std::uint64_t, std::string> rows;  // entity bits -> encoded components
+};
+
+std::string encode(tessera::World& w, tessera::Entity e, const Ctx& c) {
+    std::ostringstream os;
+    if (const A* a = w.try_get<A>(e)) {
+        os << "A=" << a->v << ';';
+        if (c.tracked_a) {
+            os << "A@" << static_cast<std::uint64_t>(w.added_tick<A>(e)) << '/'
+               << static_cast<std::uint64_t>(w.changed_tick<A>(e)) << ';';
+        }
+    }
+    if (const B* b = w.try_get<B>(e)) os << "B=" << b->x << ',' << b->y << ';';
+    if (const Label* l = w.try_get<Label>(e)) os << "Label=" << l->s << ';';
+    if (const Counted* k = w.try_get<Counted>(e)) {
+        os << "Counted=" << k->v << (k->magic == Counted::kAlive ? "" : "(destroyed!)") << ';';
+        if (c.tracked_counted) {
+            os << "Counted@" << static_cast<std::uint64_t>(w.added_tick<Counted>(e)) << '/'
+               << static_cast<std::uint64_t>(w.changed_tick<Counted>(e)) << ';';
+        }
+    }
+    if (const Late* l = w.try_get<Late>(e)) os << "Late=" << l->v << ';';
+    if (const Wide* x = w.try_get<Wide>(e)) {
+        os << "Wide=" << x->v[0] << ',' << x->v[1] << ',' << x->v[2] << ';';
+        if (reinterpret_cast<std::uintptr_t>(x) % 64 != 0) os << "(misaligned!)";
+    }
+    if (w.has<Tag>(e)) os << "Tag;";
+    if (w.has<A>(e) != (w.try_get<A>(e) != nullptr)) os << "(has<A> disagrees with try_get)";
+    return os.str();
+}
+
+Snapshot snapshot(tessera::World& w, const Ctx& c) {
+    Snapshot s;
+    s.count = static_cast<std::size_t>(w.count());
+    s.tick = static_cast<std::uint64_t>(w.tick());
+    s.archetypes = static_cast<std::size_t>(w.archetype_count());
+    for (const tessera::Entity& e : w.entities()) {
+        EXPECT_TRUE(w.is_alive(e));
+        s.rows[e.to_bits()] = encode(w, e, c);
+    }
+    EXPECT_EQ(s.rows.size(), s.count) << "entities() has duplicates or disagrees with count()";
+    return s;
+}
+
+/// Compares two snapshots; archetypes may only grow (failed ops may leave empty archetypes).
+void expect_same(const Snapshot& expected, const Snapshot& actual, const std::string& what) {
+    EXPECT_EQ(expected.count, actual.count) << what;
+    EXPECT_EQ(expected.tick, actual.tick) << what;
+    EXPECT_GE(actual.archetypes, expected.archetypes) << what;
+    EXPECT_EQ(expected.rows.size(), actual.rows.size()) << what;
+    std::size_t reported = 0;
+    for (const auto& [bits, enc] : expected.rows) {
+        auto it = actual.rows.find(bits);
+        if (it == actual.rows.end()) {
+            ADD_FAILURE() << what << ": entity " << tessera::Entity::from_bits(bits) << " (" << enc
+                          << ") is missing";
+        } else if (it->second != enc) {
+            ADD_FAILURE() << what << ": entity " << tessera::Entity::from_bits(bits) << " is\n  "
+                          << it->second << "\nexpected\n  " << enc;
+        } else {
+            continue;
+        }
+        if (++reported == 5) return;
+    }
+    for (const auto& [bits, enc] : actual.rows) {
+        if (!expected.rows.contains(bits)) {
+            ADD_FAILURE() << what << ": unexpected entity " << tessera::Entity::from_bits(bits) << " ("
+                          << enc << ")";
+            if (++reported == 5) return;
+        }
+    }
+}
+
+void run_prefix(tessera::World& w, Ctx& c, const std::vector<Step>& steps, std::size_t n) {
+    for (std::size_t i = 0; i < n; ++i) steps[i].run(w, c);
+}
+
+constexpr std::size_t kMaxK = 100000;
+
+TEST(FaultInjection, EveryAllocationFailureRollsBackEveryOperation) {
+    const std::vector<Step> steps = script();
+    std::size_t total_faults = 0;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+        const std::string op = steps[i].name;
+        // What the world looks like after the step when nothing fails.
+        Snapshot reference;
+        {
+            FailingResource res;
+            {
+                tessera::World w(&res);
+                Ctx c;
+                run_prefix(w, c, steps, i + 1);
+                reference = snapshot(w, c);
+            }
+            EXPECT_EQ(res.bytes_outstanding(), 0u) << "after " << op;
+        }
+        ASSERT_EQ(Counted::live, 0) << "after a clean run up to " << op;
+
+        for (std::size_t k = 1; k <= kMaxK; ++k) {
+            const std::string what = op + ", allocation #" + std::to_string(k) + " failing";
+            bool done = false;
+            FailingResource res;
+            {
+                tessera::World w(&res);
+                Ctx c;
+                run_prefix(w, c, steps, i);
+                const Ctx ctx_before = c;
+                const Snapshot before = snapshot(w, c);
+                const long counted_before = Counted::live;
+
+                res.arm(k);
+                bool threw = false;
+                try {
+                    steps[i].run(w, c);
+                } catch (const std::bad_alloc&) {
+                    threw = true;
+                } catch (const std::exception& ex) {
+                    ADD_FAILURE() << what << ": threw " << ex.what() << " instead of std::bad_alloc";
+                    threw = true;
+                }
+                const bool fired = res.fired();
+                res.disarm();
+
+                if (!fired) {
+                    // The step needs fewer than k allocations: it succeeded; check the result.
+                    EXPECT_FALSE(threw) << what;
+                    expect_same(reference, snapshot(w, c), what + " (succeeded)");
+                    done = true;
+                } else {
+                    ++total_faults;
+                    EXPECT_TRUE(threw) << what << ": the failure was swallowed";
+                    c = ctx_before;
+                    EXPECT_EQ(Counted::live, counted_before) << what << ": Counted instances leaked or lost";
+                    expect_same(before, snapshot(w, c), what + " (state after the failure)");
+                    // The world keeps working: the same step now succeeds and gives the clean result.
+                    steps[i].run(w, c);
+                    expect_same(reference, snapshot(w, c), what + " (retried)");
+                }
+                EXPECT_EQ(res.bad_deallocations(), 0u) << what;
+            }
+            EXPECT_EQ(res.bytes_outstanding(), 0u) << what << ": the destroyed world leaked";
+            EXPECT_EQ(res.blocks_outstanding(), 0u) << what;
+            EXPECT_EQ(Counted::live, 0) << what << ": Counted instances leaked";
+            EXPECT_EQ(Counted::double_destroyed, 0) << what;
+            if (::testing::Test::HasFailure()) {
+                ADD_FAILURE() << "stopping at step " << i << " (" << op << "), k = " << k;
+                return;
+            }
+            if (done) break;
+            ASSERT_LT(k, kMaxK) << op << " never stopped failing";
+        }
+    }
+    // The script must actually exercise failures (the world allocates from the resource).
+    EXPECT_GT(total_faults, steps.size());
+}
+
+TEST(FaultInjection, ConstructionFailureLeaksNothing) {
+    for (std::size_t k = 1; k <= 1000; ++k) {
+        FailingResource res;
+        res.arm(k);
+        bool built = false;
+        try {
+            tessera::World w(&res);
+            built = true;
+            res.disarm();
+            const tessera::Entity e = w.spawn(A{1});
+            EXPECT_EQ(w.get<A>(e).v, 1);
+        } catch (const std::bad_alloc&) {
+            EXPECT_FALSE(built) << "k = " << k;
+        }
+        EXPECT_EQ(res.bytes_outstanding(), 0u) << "k = " << k;
+        if (built || ::testing::Test::HasFailure()) break;
+    }
+}
+
+TEST(FaultInjection, DestroyedWorldReturnsEveryByte) {
+    FailingResource res;
+    {
+        tessera::World w(&res);
+        auto span = w.spawn_many(5000, [](std::size_t i, A& a, Label& l, Counted& k) {
+            a.v = static_cast<std::int32_t>(i);
+            l.s = long_text(static_cast<int>(i));
+            k.v = static_cast<int>(i);
+        });
+        const std::vector<tessera::Entity> ents(span.begin(), span.end());
+        for (std::size_t i = 0; i < ents.size(); i += 3) w.add(ents[i], B{1, 2});
+        for (std::size_t i = 0; i < ents.size(); i += 5) (void)w.remove<Label>(ents[i]);
+        for (std::size_t i = 0; i < ents.size(); i += 7) w.add<Tag>(ents[i]);
+        for (std::size_t i = 0; i < ents.size(); i += 11) (void)w.despawn(ents[i]);
+        (void)w.changed_tick<A>(ents[1]);
+        w.register_component<Late>();
+        EXPECT_GT(res.allocations(), 0u);
+        EXPECT_GT(res.bytes_outstanding(), 5000 * (sizeof(A) + sizeof(Label) + sizeof(Counted)))
+            << "component columns should come from the world's resource";
+    }
+    EXPECT_EQ(res.bytes_outstanding(), 0u);
+    EXPECT_EQ(res.blocks_outstanding(), 0u);
+    EXPECT_EQ(res.allocations(), res.deallocations());
+    EXPECT_EQ(Counted::live, 0);
+    EXPECT_EQ(Counted::double_destroyed, 0);
+}
+
+TEST(FaultInjection, WorldOperationsAllocateOnlyFromTheResource) {
+    FailingResource res;
+    tessera::World w(&res);
+    // Warm up: the process-wide component registry may allocate on a type's first use.
+    (void)w.spawn(A{1}, B{2, 3});
+    w.register_component<Tag>();
+    w.register_component<Wide>();
+
+    std::vector<tessera::Entity> ents;
+    ents.reserve(4000);
+    const std::size_t reserved = g_global_news;
+    for (int i = 0; i < 3000; ++i) ents.push_back(w.spawn(A{i}, B{1, 2}));
+    for (std::size_t i = 0; i < ents.size(); i += 2) w.add(ents[i], Wide{{1, 2, 3}});
+    for (std::size_t i = 0; i < ents.size(); i += 3) w.add<Tag>(ents[i]);
+    for (std::size_t i = 0; i < ents.size(); i += 4) (void)w.remove<B>(ents[i]);
+    (void)w.changed_tick<A>(ents[10]);
+    w.advance_tick();
+    w.set(ents[11], A{5});
+    for (std::size_t i = 0; i < ents.size(); i += 5) (void)w.despawn(ents[i]);
+    for (int i = 0; i < 500; ++i) ents.push_back(w.spawn(A{i}, B{1, 2}));
+    const std::size_t after = g_global_news;
+    EXPECT_EQ(after - reserved, 0u) << "World operations allocated with global operator new";
+}
+
+}  // namespace
