@@ -159,6 +159,7 @@ Archetype& Storage::create_archetype(std::span<const ComponentId> ids) {
     const std::uint32_t slots = ids.empty() ? 0 : ids.back().value + 1;
     void* mem = mr_->allocate(Archetype::allocation_size(slots), alignof(Archetype));
     auto* a = ::new (mem) Archetype(mr_, slots);
+    std::fill_n(a->data_table(), slots, nullptr);
     std::fill_n(a->slot_table(), slots, slot_absent);
     try {
         a->ids.assign(ids.begin(), ids.end());
@@ -370,6 +371,7 @@ void Storage::grow(Archetype& a, std::size_t min_capacity) {
         deallocate(c.changed, old_cap * sizeof(std::uint64_t), column_alignment);
         deallocate(c.enabled, old_cap, column_alignment);
         c.data = f.data;
+        a.data_table()[c.id.value] = f.data;
         c.added = f.added;
         c.changed = f.changed;
         c.enabled = f.enabled;

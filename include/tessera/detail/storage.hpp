@@ -85,24 +85,38 @@ struct Archetype {
     std::pmr::vector<Column> columns;      ///< non-tag components, in id order
     EdgeMap edges;
 
-    /// Bytes to allocate for an archetype with `slots` slot-table entries.
+    /// Bytes to allocate for an archetype with `slots` slot-table entries: the archetype, then
+    /// the data table (`std::byte*` per id: the column's base, null when absent or a tag), then
+    /// the slot table (`int32_t` per id: column index, `slot_tag` or `slot_absent`).
     static constexpr std::size_t allocation_size(std::uint32_t slots) noexcept {
-        return sizeof(Archetype) + std::size_t{slots} * sizeof(std::int32_t);
+        return sizeof(Archetype) + std::size_t{slots} * (sizeof(std::byte*) + sizeof(std::int32_t));
+    }
+    /// id value -> base of that component's column (null when absent or a tag). Kept in step
+    /// with `columns[i].data`, so a typed read is one load after the bounds check.
+    [[nodiscard]] std::byte** data_table() noexcept {
+        return reinterpret_cast<std::byte**>(this + 1);
+    }
+    [[nodiscard]] std::byte* const* data_table() const noexcept {
+        return reinterpret_cast<std::byte* const*>(this + 1);
     }
     /// id value -> column index / slot_tag / slot_absent.
     [[nodiscard]] std::int32_t* slot_table() noexcept {
-        return reinterpret_cast<std::int32_t*>(this + 1);
+        return reinterpret_cast<std::int32_t*>(data_table() + slot_count);
     }
     [[nodiscard]] const std::int32_t* slot_table() const noexcept {
-        return reinterpret_cast<const std::int32_t*>(this + 1);
+        return reinterpret_cast<const std::int32_t*>(data_table() + slot_count);
     }
     /// Column index of `id`, `slot_tag`, or `slot_absent`.
     [[nodiscard]] std::int32_t slot(ComponentId id) const noexcept {
         return id.value < slot_count ? slot_table()[id.value] : slot_absent;
     }
+    /// Base of `id`'s column, or null when absent or a tag.
+    [[nodiscard]] std::byte* column_data(ComponentId id) const noexcept {
+        return id.value < slot_count ? data_table()[id.value] : nullptr;
+    }
     [[nodiscard]] bool contains(ComponentId id) const noexcept { return slot(id) != slot_absent; }
 };
-static_assert(sizeof(Archetype) % alignof(std::int32_t) == 0);
+static_assert(sizeof(Archetype) % alignof(std::byte*) == 0);
 
 /// Where an entity lives. Dead slots point at archetype 0 (an empty sentinel table no live
 /// entity uses), so a lookup needs only the generation compare: the sentinel has no columns.

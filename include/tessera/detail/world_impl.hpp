@@ -34,10 +34,8 @@ template <class T>
 T* lookup(const Storage& s, Entity e, ComponentId id) noexcept {
     const EntityRecord* r = s.matching_record(e);
     if (r == nullptr) return nullptr;
-    const Archetype& a = s.archetype(r->archetype);
-    const std::int32_t c = a.slot(id);
-    if (c < 0) return nullptr;
-    return column_ptr<T>(a, c, r->row);
+    std::byte* data = s.archetype(r->archetype).column_data(id);
+    return data == nullptr ? nullptr : reinterpret_cast<T*>(data) + r->row;
 }
 
 template <class U, class Arg>
@@ -201,10 +199,9 @@ template <class T>
     const ComponentId id = component_id<T>();
     const detail::EntityRecord* r = storage_->matching_record(e);
     if (r == nullptr) [[unlikely]] detail::throw_lookup(*storage_, op, e, id);
-    const detail::Archetype& a = storage_->archetype(r->archetype);
-    const std::int32_t c = a.slot(id);
-    if (c < 0) [[unlikely]] detail::throw_lookup(*storage_, op, e, id);
-    return *detail::column_ptr<T>(a, c, r->row);
+    std::byte* data = storage_->archetype(r->archetype).column_data(id);
+    if (data == nullptr) [[unlikely]] detail::throw_lookup(*storage_, op, e, id);
+    return reinterpret_cast<T*>(data)[r->row];
 }
 
 template <class... Ts>
