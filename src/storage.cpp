@@ -459,10 +459,16 @@ void Storage::destroy_rows(Archetype& a, std::uint32_t first, std::size_t n) noe
 }
 
 // Moves the last row of `a` into `row`, whose values are already gone (destroyed or moved out).
-void Storage::free_row(Archetype& a, std::uint32_t row) noexcept {
+inline void Storage::free_row(Archetype& a, std::uint32_t row) noexcept {
     const std::uint32_t last = a.size - 1;
     if (row != last) {
-        for (const Column& c : a.columns) move_row(c, last, c, row);
+        if (a.tracked || a.enableable) {
+            for (const Column& c : a.columns) move_row(c, last, c, row);
+        } else {
+            for (const Column& c : a.columns) {
+                move_value(c, c.data + std::size_t{row} * c.size, c.data + std::size_t{last} * c.size);
+            }
+        }
         const Entity moved = a.entities[last];
         a.entities[row] = moved;
         record_data_[moved.index].row = row;
@@ -489,10 +495,13 @@ RowSlot Storage::move_entity(Entity e, const EntityRecord& rec, Archetype& to) n
     Archetype& from = *archetypes_[rec.archetype];
     const std::uint32_t src = rec.row;
     const std::uint32_t dst = to.size;
+    const bool plain = !(from.tracked || from.enableable || to.tracked || to.enableable);
     for (const Column& c : from.columns) {
-        const std::int32_t j = to.slot(c.id);
-        if (j >= 0) {
-            move_row(c, src, to.columns[static_cast<std::uint32_t>(j)], dst);
+        std::byte* target = to.column_data(c.id);
+        if (target != nullptr && plain) {
+            move_value(c, target + std::size_t{dst} * c.size, c.data + std::size_t{src} * c.size);
+        } else if (target != nullptr) {
+            move_row(c, src, to.columns[static_cast<std::uint32_t>(to.slot(c.id))], dst);
         } else if (c.destroy != nullptr) {
             c.destroy(c.data + std::size_t{src} * c.size, 1);
         }

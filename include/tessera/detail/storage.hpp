@@ -271,8 +271,43 @@ public:
     /// before changing anything. Nothing may throw until the slots are filled.
     RowSlot prepare_add(Entity e, std::span<const ComponentId> ids, bool* existed,
                         const char* op);
+    /// `prepare_add` for one component, with the common case inline: the entity is alive, the
+    /// edge is cached and the target table has room.
+    RowSlot prepare_add_one(Entity e, ComponentId id, bool& existed, const char* op) {
+        const EntityRecord* r = record(e);
+        if (r != nullptr) [[likely]] {
+            Archetype& from = *archetypes_[r->archetype];
+            existed = from.contains(id);
+            if (existed) return {&from, r->row};
+            const EdgeMap::Edge* edge = from.edges.find(id.value);
+            if (edge != nullptr && edge->add != no_index) [[likely]] {
+                Archetype& to = *archetypes_[edge->add];
+                if (to.size < to.capacity) [[likely]] return move_entity(e, *r, to);
+            }
+        }
+        const ComponentId one[] = {id};
+        return prepare_add(e, one, &existed, op);
+    }
     /// Removes the components of `ids` that `e` has, in one move. False when it had none.
     bool remove(Entity e, std::span<const ComponentId> ids, const char* op);
+    /// `remove` of one component, with the common case inline.
+    bool remove_one(Entity e, ComponentId id, const char* op) {
+        const EntityRecord* r = record(e);
+        if (r != nullptr) [[likely]] {
+            Archetype& from = *archetypes_[r->archetype];
+            if (!from.contains(id)) return false;
+            const EdgeMap::Edge* edge = from.edges.find(id.value);
+            if (edge != nullptr && edge->remove != no_index) [[likely]] {
+                Archetype& to = *archetypes_[edge->remove];
+                if (to.size < to.capacity) [[likely]] {
+                    move_entity(e, *r, to);
+                    return true;
+                }
+            }
+        }
+        const ComponentId one[] = {id};
+        return remove(e, one, op);
+    }
     /// Destroys the values of rows [first, first + n) of `a` (rows not committed yet).
     void destroy_rows(Archetype& a, std::uint32_t first, std::size_t n) noexcept;
     /// Reserves `n` rows and entity slots (storage grows at most once).

@@ -162,7 +162,9 @@ void World::add(Entity e, Ts&&... components) {
         const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
         detail::Storage& s = *storage_;
         bool existed[sizeof...(Ts)];
-        const detail::RowSlot slot = s.prepare_add(e, ids, existed, "World::add");
+        const detail::RowSlot slot = sizeof...(Ts) == 1
+                                         ? s.prepare_add_one(e, ids[0], existed[0], "World::add")
+                                         : s.prepare_add(e, ids, existed, "World::add");
         [&]<std::size_t... I>(std::index_sequence<I...>) {
             (detail::place<std::remove_cvref_t<Ts>>(s, slot, existed[I],
                                                     std::forward<Ts>(components)),
@@ -181,8 +183,12 @@ void World::add(Entity e) {
 template <class... Ts>
     requires(sizeof...(Ts) > 0)
 bool World::remove(Entity e) {
-    const ComponentId ids[] = {component_id<Ts>()...};
-    return storage_->remove(e, ids, "World::remove");
+    if constexpr (sizeof...(Ts) == 1) {
+        return storage_->remove_one(e, component_id<Ts...>(), "World::remove");
+    } else {
+        const ComponentId ids[] = {component_id<Ts>()...};
+        return storage_->remove(e, ids, "World::remove");
+    }
 }
 
 template <class... Ts>
