@@ -12,7 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
-#include <typeindex>
+#include <typeinfo>
 #include <unordered_map>
 
 namespace tessera {
@@ -28,7 +28,9 @@ struct Registry {
     std::atomic<std::uint32_t> count{0};
     std::deque<std::string> names;  // stable storage for ComponentInfo::name
     std::unordered_map<std::string, std::uint32_t> by_name;  // by mangled name
-    std::unordered_map<std::type_index, std::uint32_t> by_type;
+    // Types without linkage by the address of their type_info: std::type_index equality would
+    // compare mangled names on clang, which are equal for two `{anonymous}::Label`s.
+    std::unordered_map<const std::type_info*, std::uint32_t> by_type;
 };
 
 Registry& registry() {
@@ -38,7 +40,7 @@ Registry& registry() {
 }
 
 // Types without linkage can't be matched across shared libraries by name, and two of them may
-// share a name (`{anonymous}::Label` in two files), so they are keyed by type_index instead.
+// share a name (`{anonymous}::Label` in two files), so they are keyed by type_info identity.
 // GCC marks internal-linkage type names with a leading '*'; the readable name catches the rest
 // (local classes, lambdas, and compilers that don't mark).
 bool has_linkage(const std::type_info& type, std::string_view name) {
@@ -77,7 +79,7 @@ ComponentId register_type(const TypeDescriptor& d) {
             }
             return ComponentId{it->second};
         }
-    } else if (auto it = r.by_type.find(std::type_index(*d.type)); it != r.by_type.end()) {
+    } else if (auto it = r.by_type.find(d.type); it != r.by_type.end()) {
         return ComponentId{it->second};
     }
     const std::uint32_t id = r.count.load(std::memory_order_relaxed);
@@ -94,7 +96,7 @@ ComponentId register_type(const TypeDescriptor& d) {
     const std::string& name = r.names.emplace_back(d.name);
     try {
         if (keyed_by_name) r.by_name.emplace(key, id);
-        else r.by_type.emplace(std::type_index(*d.type), id);
+        else r.by_type.emplace(d.type, id);
     } catch (...) {
         r.names.pop_back();
         throw;

@@ -112,7 +112,7 @@ struct TypeDescriptor {
 };
 
 /// Registers (or finds) a C++ type in the process-wide registry. Types with external linkage
-/// are keyed by name so shared libraries agree; others by `std::type_index`. Throws
+/// are keyed by mangled name so shared libraries agree; others by `type_info` identity. Throws
 /// `type_conflict` when a name is already registered with another size or alignment.
 ComponentId register_type(const TypeDescriptor& descriptor);
 
