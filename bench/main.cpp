@@ -2,7 +2,10 @@
 // (memory.cpp) and a few context entries that say how the figures were taken.
 #include "common.hpp"
 
+#include <cstring>
 #include <string>
+
+#include <malloc.h>
 
 #include <sys/personality.h>
 
@@ -29,6 +32,21 @@ std::string compiler() {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // --tessera-heap=warm: glibc keeps freed memory (no trimming, no mmap for big blocks), so
+    // every setup-heavy iteration after the first reuses pages already faulted in. This shows
+    // the code's own cost apart from the first-touch page faults, which dominate creation on
+    // fresh memory in this VM (MEASURING.md). The default is glibc's default heap.
+    const char* heap = "default glibc";
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--tessera-heap=warm") == 0) {
+            mallopt(M_MMAP_THRESHOLD, 1 << 30);
+            mallopt(M_TRIM_THRESHOLD, 1 << 30);
+            heap = "warm (glibc keeps freed memory: mallopt M_MMAP_THRESHOLD/M_TRIM_THRESHOLD)";
+            for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+            --argc;
+            break;
+        }
+    }
     if (argc == 2) {
         const std::string_view arg = argv[1];
         if (arg.starts_with(tessera_bench::kMemoryChildFlag)) {
@@ -41,6 +59,7 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("tessera_build_type", "debug");
 #endif
     benchmark::AddCustomContext("compiler", compiler());
+    benchmark::AddCustomContext("heap", heap);
     benchmark::AddCustomContext("aslr", aslr_state());
     benchmark::AddCustomContext("entities", std::to_string(tessera_bench::kN));
     benchmark::Initialize(&argc, argv);

@@ -102,6 +102,9 @@ Storage::Storage(std::pmr::memory_resource* mr)
 
 Storage::~Storage() {
     for (Archetype* a : archetypes_) release_archetype(*a);
+    for (WorldComponent& wc : components_) {
+        deallocate(wc.columns, std::size_t{wc.column_capacity} * sizeof(std::byte*), alignof(std::byte*));
+    }
     deallocate(record_data_, std::size_t{record_capacity_} * sizeof(EntityRecord), column_alignment);
 }
 
@@ -141,7 +144,15 @@ const ComponentInfo& Storage::ensure_component(ComponentId id) {
         components_.resize(std::max<std::size_t>(id.value + 1, components_.size() * 2));
     }
     WorldComponent& wc = components_[id.value];
-    if (wc.info == nullptr) wc.info = &component_info(id);
+    if (wc.info == nullptr) {
+        // No existing archetype holds the type yet: its column list starts empty (all null).
+        const ComponentInfo& info = component_info(id);
+        const std::size_t cap = std::max<std::size_t>(16, archetypes_.capacity());
+        wc.columns = reinterpret_cast<std::byte**>(allocate(cap * sizeof(std::byte*), alignof(std::byte*)));
+        wc.column_capacity = static_cast<std::uint32_t>(cap);
+        wc.column_count = 0;
+        wc.info = &info;
+    }
     return *wc.info;
 }
 
@@ -156,10 +167,11 @@ Archetype& Storage::create_archetype(std::span<const ComponentId> ids) {
     if (set_index_.size() == set_index_.capacity()) {
         set_index_.reserve(std::max<std::size_t>(16, set_index_.size() * 2));
     }
+    const auto index = static_cast<std::uint32_t>(archetypes_.size());
+    for (ComponentId id : ids) reserve_columns(components_[id.value], index + 1);
     const std::uint32_t slots = ids.empty() ? 0 : ids.back().value + 1;
     void* mem = mr_->allocate(Archetype::allocation_size(slots), alignof(Archetype));
     auto* a = ::new (mem) Archetype(mr_, slots);
-    std::fill_n(a->data_table(), slots, nullptr);
     std::fill_n(a->slot_table(), slots, slot_absent);
     try {
         a->ids.assign(ids.begin(), ids.end());
@@ -187,10 +199,25 @@ Archetype& Storage::create_archetype(std::span<const ComponentId> ids) {
         a->enableable = a->enableable || ci.enableable;
         a->columns.push_back(col);
     }
-    a->index = static_cast<std::uint32_t>(archetypes_.size());
+    a->index = index;
+    for (ComponentId id : ids) {
+        WorldComponent& wc = components_[id.value];
+        std::fill(wc.columns + wc.column_count, wc.columns + index + 1, nullptr);
+        wc.column_count = index + 1;
+    }
     archetypes_.push_back(a);
     if (a->index != dead_archetype) set_index_.push_back({hash_ids(ids), a->index});
     return *a;
+}
+
+void Storage::reserve_columns(WorldComponent& wc, std::size_t n) {
+    if (n <= wc.column_capacity) return;
+    const std::size_t cap = std::max<std::size_t>(n, std::size_t{wc.column_capacity} * 2);
+    auto* fresh = reinterpret_cast<std::byte**>(allocate(cap * sizeof(std::byte*), alignof(std::byte*)));
+    std::copy_n(wc.columns, wc.column_count, fresh);
+    deallocate(wc.columns, std::size_t{wc.column_capacity} * sizeof(std::byte*), alignof(std::byte*));
+    wc.columns = fresh;
+    wc.column_capacity = static_cast<std::uint32_t>(cap);
 }
 
 Archetype& Storage::archetype_for(std::span<const ComponentId> ids) {
@@ -371,7 +398,7 @@ void Storage::grow(Archetype& a, std::size_t min_capacity) {
         deallocate(c.changed, old_cap * sizeof(std::uint64_t), column_alignment);
         deallocate(c.enabled, old_cap, column_alignment);
         c.data = f.data;
-        a.data_table()[c.id.value] = f.data;
+        components_[c.id.value].columns[a.index] = f.data;
         c.added = f.added;
         c.changed = f.changed;
         c.enabled = f.enabled;
@@ -497,7 +524,7 @@ RowSlot Storage::move_entity(Entity e, const EntityRecord& rec, Archetype& to) n
     const std::uint32_t dst = to.size;
     const bool plain = !(from.tracked || from.enableable || to.tracked || to.enableable);
     for (const Column& c : from.columns) {
-        std::byte* target = to.column_data(c.id);
+        std::byte* target = column_data(c.id, to.index);
         if (target != nullptr && plain) {
             move_value(c, target + std::size_t{dst} * c.size, c.data + std::size_t{src} * c.size);
         } else if (target != nullptr) {

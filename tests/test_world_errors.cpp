@@ -280,15 +280,23 @@ TEST_F(WorldErrors, StaleHandleNeverReachesTheEntityThatReusedItsIndex) {
 
 // -- type_conflict ----------------------------------------------------------------------------
 
-TEST(WorldTypeConflict, SameNameWithAnotherLayoutThrowsTypeConflict) {
-    // Another shared library registered `Plugin` first, with a different layout: the registry
-    // sees the same (mangled) name with another size. This is what that looks like from here.
-    using errtest::Plugin;
-    tessera::ComponentInfo other;
-    other.size = 3;
-    other.alignment = 1;
-    (void)tessera::detail::register_type({"errtest::Plugin", &typeid(Plugin), other});
+// Another shared library registered `Plugin` first, with a different layout: the registry holds
+// its mangled name with another size. Simulated by registering that layout before any other
+// static initialiser of this program runs (component types register during static init).
+namespace {
+struct RegisterOtherPluginLayout {
+    RegisterOtherPluginLayout() {
+        tessera::ComponentInfo other;
+        other.size = 3;
+        other.alignment = 1;
+        (void)tessera::detail::register_type({"errtest::Plugin", &typeid(errtest::Plugin), other});
+    }
+};
+[[gnu::init_priority(101)]] const RegisterOtherPluginLayout register_other_plugin_layout;
+}  // namespace
 
+TEST(WorldTypeConflict, SameNameWithAnotherLayoutThrowsTypeConflict) {
+    using errtest::Plugin;
     tessera::World world;
     const tessera::Entity e = world.spawn(Position{1, 2});
     const State before = capture(world);

@@ -2,7 +2,6 @@
 /// Component ids, per-type hooks (`ComponentInfo`) and per-type options (`component_traits`).
 #pragma once
 
-#include <atomic>
 #include <compare>
 #include <concepts>
 #include <cstddef>
@@ -157,35 +156,48 @@ TypeDescriptor describe() {
 }  // namespace detail
 
 namespace detail {
-/// `component_id<T>() + 1` once known, 0 before: constant-initialised, so reading it needs no
-/// guard and works even during static initialisation.
-template <class T>
-inline std::atomic<std::uint32_t> type_slot{0};
 
+/// Registers `T` during static initialisation; 0 when that fails (a `type_conflict`: the error
+/// is raised again, as an exception, at the type's first use instead of terminating start-up).
 template <class T>
-// `pure`: to the caller it only returns the id (the registration is invisible to the caller's
-// data), so loops that call component_id keep their other loads hoisted.
-[[gnu::noinline, gnu::cold, gnu::pure]] ComponentId first_component_id() {
-    const ComponentId id = register_type(describe<T>());
-    type_slot<T>.store(id.value + 1, std::memory_order_release);
-    return id;
+std::uint32_t initial_type_slot() noexcept {
+    try {
+        return register_type(describe<T>()).value + 1;
+    } catch (...) {
+        return 0;
+    }
+}
+
+/// `component_id<T>() + 1`, or 0 before its initialiser ran / after a failed registration.
+/// Every component type a program names is registered before `main` (dynamic initialisation of
+/// this variable), so the hot path is a plain load: no guard, no atomic, and loops that call
+/// `component_id` keep their other loads hoisted. Written only by its initialiser.
+template <class T>
+inline const std::uint32_t type_slot = initial_type_slot<T>();
+
+/// The slow path: a use before static initialisation reached `type_slot<T>` (from another
+/// static initialiser), or after a failed registration (rethrows the type_conflict).
+template <class T>
+// Declared `pure` (it only returns the id as far as callers can tell): otherwise the call would
+// make callers reload everything after it, and no loop around a `get` could hoist its loads.
+[[gnu::noinline, gnu::cold, gnu::pure]] ComponentId late_component_id() {
+    return register_type(describe<T>());
 }
 }  // namespace detail
 
-/// The process-wide id of component type `T` (cv and references are stripped). The first call
-/// for a type registers it; later calls are one load. Thread-safe.
-/// @throws Error(type_conflict) when another type of the same name but different size or
-///         alignment was registered first (e.g. two plugins disagreeing on a struct).
+/// The process-wide id of component type `T` (cv and references are stripped). Types are
+/// registered before `main`; the call is one load. Thread-safe.
+/// @throws Error(type_conflict) when another type of the same (mangled) name but different
+///         size or alignment was registered first (e.g. two plugins disagreeing on a struct).
 template <class T>
 [[nodiscard]] inline ComponentId component_id() {
     using U = std::remove_cvref_t<T>;
     static_assert(Component<U>,
                   "tessera: a component type must be an object type that is nothrow move "
                   "constructible and nothrow destructible (mark its move constructor noexcept)");
-    // Relaxed: the id is all this reads; component_info() synchronises with the registry.
-    const std::uint32_t slot = detail::type_slot<U>.load(std::memory_order_relaxed);
+    const std::uint32_t slot = detail::type_slot<U>;
     if (slot != 0) [[likely]] return ComponentId{slot - 1};
-    return detail::first_component_id<U>();
+    return detail::late_component_id<U>();
 }
 
 /// The registry's record for `id`. Precondition: `id` was returned by the registry.

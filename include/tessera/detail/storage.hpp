@@ -85,38 +85,24 @@ struct Archetype {
     std::pmr::vector<Column> columns;      ///< non-tag components, in id order
     EdgeMap edges;
 
-    /// Bytes to allocate for an archetype with `slots` slot-table entries: the archetype, then
-    /// the data table (`std::byte*` per id: the column's base, null when absent or a tag), then
-    /// the slot table (`int32_t` per id: column index, `slot_tag` or `slot_absent`).
+    /// Bytes to allocate for an archetype with `slots` slot-table entries.
     static constexpr std::size_t allocation_size(std::uint32_t slots) noexcept {
-        return sizeof(Archetype) + std::size_t{slots} * (sizeof(std::byte*) + sizeof(std::int32_t));
-    }
-    /// id value -> base of that component's column (null when absent or a tag). Kept in step
-    /// with `columns[i].data`, so a typed read is one load after the bounds check.
-    [[nodiscard]] std::byte** data_table() noexcept {
-        return reinterpret_cast<std::byte**>(this + 1);
-    }
-    [[nodiscard]] std::byte* const* data_table() const noexcept {
-        return reinterpret_cast<std::byte* const*>(this + 1);
+        return sizeof(Archetype) + std::size_t{slots} * sizeof(std::int32_t);
     }
     /// id value -> column index / slot_tag / slot_absent.
     [[nodiscard]] std::int32_t* slot_table() noexcept {
-        return reinterpret_cast<std::int32_t*>(data_table() + slot_count);
+        return reinterpret_cast<std::int32_t*>(this + 1);
     }
     [[nodiscard]] const std::int32_t* slot_table() const noexcept {
-        return reinterpret_cast<const std::int32_t*>(data_table() + slot_count);
+        return reinterpret_cast<const std::int32_t*>(this + 1);
     }
     /// Column index of `id`, `slot_tag`, or `slot_absent`.
     [[nodiscard]] std::int32_t slot(ComponentId id) const noexcept {
         return id.value < slot_count ? slot_table()[id.value] : slot_absent;
     }
-    /// Base of `id`'s column, or null when absent or a tag.
-    [[nodiscard]] std::byte* column_data(ComponentId id) const noexcept {
-        return id.value < slot_count ? data_table()[id.value] : nullptr;
-    }
     [[nodiscard]] bool contains(ComponentId id) const noexcept { return slot(id) != slot_absent; }
 };
-static_assert(sizeof(Archetype) % alignof(std::byte*) == 0);
+static_assert(sizeof(Archetype) % alignof(std::int32_t) == 0);
 
 /// Where an entity lives. Dead slots point at archetype 0 (an empty sentinel table no live
 /// entity uses), so a lookup needs only the generation compare: the sentinel has no columns.
@@ -135,6 +121,12 @@ inline constexpr std::uint32_t no_index = 0xFFFFFFFFu;
 struct WorldComponent {
     const ComponentInfo* info = nullptr;  ///< null until the world first sees the type
     bool tracked = false;                 ///< tick arrays exist for this type
+    /// Archetype index -> base of this component's column there (null when absent, a tag, or
+    /// not allocated yet). Entries past `column_count` are null too. This is the typed read
+    /// path: entity record -> archetype index -> this array -> value.
+    std::byte** columns = nullptr;
+    std::uint32_t column_count = 0;
+    std::uint32_t column_capacity = 0;
 };
 
 /// Where a new row goes before its values are constructed.
@@ -188,6 +180,12 @@ public:
         if (c < 0) return nullptr;
         const Column& col = a.columns[static_cast<std::uint32_t>(c)];
         return col.data + std::size_t{r.row} * col.size;
+    }
+    /// Base of `id`'s column in archetype `archetype`, or null when absent, a tag or unknown.
+    [[nodiscard]] std::byte* column_data(ComponentId id, std::uint32_t archetype) const noexcept {
+        if (id.value >= components_.size()) return nullptr;
+        const WorldComponent& c = components_[id.value];
+        return archetype < c.column_count ? c.columns[archetype] : nullptr;
     }
     /// Where `e`'s non-tag `id` is; `archetype` null when dead or absent (or a tag).
     [[nodiscard]] Location locate(Entity e, ComponentId id) const noexcept {
@@ -338,6 +336,7 @@ public:
 
 private:
     Archetype& create_archetype(std::span<const ComponentId> sorted_ids);
+    void reserve_columns(WorldComponent& wc, std::size_t n);
     void grow(Archetype& a, std::size_t min_capacity);
     void reserve_records(std::size_t n);
     std::uint32_t take_index() noexcept {

@@ -34,7 +34,7 @@ template <class T>
 T* lookup(const Storage& s, Entity e, ComponentId id) noexcept {
     const EntityRecord* r = s.matching_record(e);
     if (r == nullptr) return nullptr;
-    std::byte* data = s.archetype(r->archetype).column_data(id);
+    std::byte* data = s.column_data(id, r->archetype);
     return data == nullptr ? nullptr : reinterpret_cast<T*>(data) + r->row;
 }
 
@@ -205,14 +205,14 @@ template <class T>
     const ComponentId id = component_id<T>();
     const detail::EntityRecord* r = storage_->matching_record(e);
     if (r == nullptr) [[unlikely]] detail::throw_lookup(*storage_, op, e, id);
-    std::byte* data = storage_->archetype(r->archetype).column_data(id);
+    std::byte* data = storage_->column_data(id, r->archetype);
     if (data == nullptr) [[unlikely]] detail::throw_lookup(*storage_, op, e, id);
     return reinterpret_cast<T*>(data)[r->row];
 }
 
 template <class... Ts>
     requires(sizeof...(Ts) > 0)
-auto World::get(Entity e) const {
+[[gnu::always_inline]] inline auto World::get(Entity e) const {
     if constexpr (sizeof...(Ts) > 1) {
         return std::tuple<Ts...>{get<Ts>(e)...};
     } else {
@@ -228,14 +228,14 @@ auto World::get(Entity e) const {
 }
 
 template <class T>
-const T* World::try_get(Entity e) const noexcept {
+[[gnu::always_inline]] inline const T* World::try_get(Entity e) const noexcept {
     // component_id can only throw on a type_conflict at first registration; a type that
     // reaches a world's table is registered, so an unregistered type simply isn't there.
     return detail::lookup<const T>(*storage_, e, component_id<T>());
 }
 
 template <class T>
-T& World::get_mut(Entity e) {
+[[gnu::always_inline]] inline T& World::get_mut(Entity e) {
     static_assert(!std::is_empty_v<T>, "tessera: tags have no value to write");
     const ComponentId id = component_id<T>();
     const detail::Location loc = storage_->locate(e, id);
