@@ -53,11 +53,10 @@ struct AlignedAllocator {
     AlignedAllocator(const AlignedAllocator<U>&) noexcept {}
 
     T* allocate(std::size_t n) {
-        return static_cast<T*>(
-            ::operator new(n * sizeof(T), std::align_val_t{kColumnAlignment}));
+        return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{kColumnAlignment}));
     }
     void deallocate(T* p, std::size_t) noexcept {
-        ::operator delete(p, std::align_val_t{kColumnAlignment});
+        ::operator delete (p, std::align_val_t{kColumnAlignment});
     }
 
     template <class U>

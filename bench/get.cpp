@@ -20,7 +20,9 @@ namespace tessera_bench {
 namespace {
 
 /// x of entity i: small integers, so each partial sum stays exact in float.
-float x_of(std::size_t i) { return static_cast<float>(i % 4); }
+float x_of(std::size_t i) {
+    return static_cast<float>(i % 4);
+}
 
 /// Sum of x_of(i) over 0..N-1.
 constexpr double kExpectedSum = static_cast<double>(kN / 4) * (0 + 1 + 2 + 3);
@@ -62,8 +64,9 @@ void get_raw(benchmark::State& state, bool shuffled) {
 
 void get_tessera(benchmark::State& state, bool shuffled) {
     tessera::World world;
-    std::span<const tessera::Entity> spawned =
-        world.spawn_many(kN, [](std::size_t i, Position& p) { p = Position{x_of(i), 0.0f}; });
+    std::span<const tessera::Entity> spawned = world.spawn_many(kN, [](std::size_t i, Position& p) {
+        p = Position{x_of(i), 0.0f};
+    });
     std::vector<tessera::Entity> handles(spawned.begin(), spawned.end());
     if (shuffled) std::shuffle(handles.begin(), handles.end(), std::mt19937(kSeed));
     float sum = 0;
@@ -75,10 +78,18 @@ void get_tessera(benchmark::State& state, bool shuffled) {
     state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kN));
 }
 
-void get_seq_raw(benchmark::State& state) { get_raw(state, false); }
-void get_seq_tessera(benchmark::State& state) { get_tessera(state, false); }
-void get_random_raw(benchmark::State& state) { get_raw(state, true); }
-void get_random_tessera(benchmark::State& state) { get_tessera(state, true); }
+void get_seq_raw(benchmark::State& state) {
+    get_raw(state, false);
+}
+void get_seq_tessera(benchmark::State& state) {
+    get_tessera(state, false);
+}
+void get_random_raw(benchmark::State& state) {
+    get_raw(state, true);
+}
+void get_random_tessera(benchmark::State& state) {
+    get_tessera(state, true);
+}
 
 BENCHMARK(get_seq_raw)->Name("get_seq/raw")->Apply(steady);
 BENCHMARK(get_seq_tessera)->Name("get_seq/tessera")->Apply(steady);

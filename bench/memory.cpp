@@ -97,8 +97,12 @@ void memory_bench(benchmark::State& state, std::string_view variant) {
     state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kN));
 }
 
-void memory_raw(benchmark::State& state) { memory_bench(state, "raw"); }
-void memory_tessera(benchmark::State& state) { memory_bench(state, "tessera"); }
+void memory_raw(benchmark::State& state) {
+    memory_bench(state, "raw");
+}
+void memory_tessera(benchmark::State& state) {
+    memory_bench(state, "tessera");
+}
 
 void memory_registration(benchmark::internal::Benchmark* b) {
     b->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);

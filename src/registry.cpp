@@ -85,18 +85,19 @@ ComponentId register_type(const TypeDescriptor& d) {
     const std::uint32_t id = r.count.load(std::memory_order_relaxed);
     const std::size_t chunk = id >> chunk_bits;
     if (chunk >= max_chunks) {
-        throw Error(errc::limit_exceeded, "component_id<" + std::string(d.name) +
-                                              ">: the process has used all " +
-                                              std::to_string(max_chunks * chunk_size) +
-                                              " component ids");
+        throw Error(errc::limit_exceeded,
+                    "component_id<" + std::string(d.name) + ">: the process has used all " +
+                        std::to_string(max_chunks * chunk_size) + " component ids");
     }
     if (r.chunks[chunk].load(std::memory_order_relaxed) == nullptr) {
         r.chunks[chunk].store(new ComponentInfo[chunk_size], std::memory_order_release);
     }
     const std::string& name = r.names.emplace_back(d.name);
     try {
-        if (keyed_by_name) r.by_name.emplace(key, id);
-        else r.by_type.emplace(d.type, id);
+        if (keyed_by_name)
+            r.by_name.emplace(key, id);
+        else
+            r.by_type.emplace(d.type, id);
     } catch (...) {
         r.names.pop_back();
         throw;

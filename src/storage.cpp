@@ -19,7 +19,7 @@ namespace tessera::detail {
 
 namespace {
 
-constexpr std::size_t column_alignment = 64;        // cache line: vector loads never split
+constexpr std::size_t column_alignment = 64;  // cache line: vector loads never split
 constexpr std::size_t huge_page = std::size_t{2} << 20;
 constexpr std::uint32_t max_rows = 0xFFFFFFFEu;
 
@@ -48,7 +48,8 @@ inline void move_value(const Column& c, std::byte* d, std::byte* s) noexcept {
 // Moves row `src` of `from` to row `dst` of `to` (same component): value, ticks, enable flag.
 inline void move_row(const Column& from, std::uint32_t src, const Column& to,
                      std::uint32_t dst) noexcept {
-    move_value(from, to.data + std::size_t{dst} * to.size, from.data + std::size_t{src} * from.size);
+    move_value(from, to.data + std::size_t{dst} * to.size,
+               from.data + std::size_t{src} * from.size);
     if (to.changed != nullptr) {
         to.added[dst] = from.added[src];
         to.changed[dst] = from.changed[src];
@@ -85,12 +86,7 @@ EdgeMap::Edge& EdgeMap::get(std::uint32_t key) {
 // ---------------------------------------------------------------------------------- Storage
 
 Storage::Storage(std::pmr::memory_resource* mr)
-    : mr_(mr),
-      archetypes_(mr),
-      components_(mr),
-      set_index_(mr),
-      bundles_(mr),
-      bundle_slots_(mr) {
+    : mr_(mr), archetypes_(mr), components_(mr), set_index_(mr), bundles_(mr), bundle_slots_(mr) {
     create_archetype({});  // dead_archetype: the sentinel of free entity slots
     try {
         create_archetype({});  // empty_archetype
@@ -103,9 +99,11 @@ Storage::Storage(std::pmr::memory_resource* mr)
 Storage::~Storage() {
     for (Archetype* a : archetypes_) release_archetype(*a);
     for (WorldComponent& wc : components_) {
-        deallocate(wc.columns, std::size_t{wc.column_capacity} * sizeof(std::byte*), alignof(std::byte*));
+        deallocate(wc.columns, std::size_t{wc.column_capacity} * sizeof(std::byte*),
+                   alignof(std::byte*));
     }
-    deallocate(record_data_, std::size_t{record_capacity_} * sizeof(EntityRecord), column_alignment);
+    deallocate(record_data_, std::size_t{record_capacity_} * sizeof(EntityRecord),
+               column_alignment);
 }
 
 std::byte* Storage::allocate(std::size_t bytes, std::size_t align) {
@@ -148,7 +146,8 @@ const ComponentInfo& Storage::ensure_component(ComponentId id) {
         // No existing archetype holds the type yet: its column list starts empty (all null).
         const ComponentInfo& info = component_info(id);
         const std::size_t cap = std::max<std::size_t>(16, archetypes_.capacity());
-        wc.columns = reinterpret_cast<std::byte**>(allocate(cap * sizeof(std::byte*), alignof(std::byte*)));
+        wc.columns =
+            reinterpret_cast<std::byte**>(allocate(cap * sizeof(std::byte*), alignof(std::byte*)));
         wc.column_capacity = static_cast<std::uint32_t>(cap);
         wc.column_count = 0;
         wc.info = &info;
@@ -213,9 +212,11 @@ Archetype& Storage::create_archetype(std::span<const ComponentId> ids) {
 void Storage::reserve_columns(WorldComponent& wc, std::size_t n) {
     if (n <= wc.column_capacity) return;
     const std::size_t cap = std::max<std::size_t>(n, std::size_t{wc.column_capacity} * 2);
-    auto* fresh = reinterpret_cast<std::byte**>(allocate(cap * sizeof(std::byte*), alignof(std::byte*)));
+    auto* fresh =
+        reinterpret_cast<std::byte**>(allocate(cap * sizeof(std::byte*), alignof(std::byte*)));
     std::copy_n(wc.columns, wc.column_count, fresh);
-    deallocate(wc.columns, std::size_t{wc.column_capacity} * sizeof(std::byte*), alignof(std::byte*));
+    deallocate(wc.columns, std::size_t{wc.column_capacity} * sizeof(std::byte*),
+               alignof(std::byte*));
     wc.columns = fresh;
     wc.column_capacity = static_cast<std::uint32_t>(cap);
 }
@@ -333,9 +334,8 @@ void Storage::track(ComponentId id) {
 
 void Storage::grow(Archetype& a, std::size_t min_capacity) {
     if (min_capacity > max_rows) {
-        throw Error(errc::limit_exceeded,
-                    "World: an archetype table can't hold more than " + std::to_string(max_rows) +
-                        " rows");
+        throw Error(errc::limit_exceeded, "World: an archetype table can't hold more than " +
+                                              std::to_string(max_rows) + " rows");
     }
     const std::size_t cap = std::min<std::size_t>(
         max_rows, std::max<std::size_t>({min_capacity, std::size_t{a.capacity} * 2, 8}));
@@ -364,14 +364,16 @@ void Storage::grow(Archetype& a, std::size_t min_capacity) {
         entities = reinterpret_cast<Entity*>(allocate(cap * sizeof(Entity), column_alignment));
         for (const Column& c : a.columns) {
             Arrays& f = fresh.emplace_back(Arrays{nullptr, nullptr, nullptr, nullptr});
-            f.data = allocate(cap * c.size, std::max<std::size_t>(column_alignment, c.info->alignment));
+            f.data =
+                allocate(cap * c.size, std::max<std::size_t>(column_alignment, c.info->alignment));
             if (components_[c.id.value].tracked) {
                 f.added = reinterpret_cast<std::uint64_t*>(
                     allocate(cap * sizeof(std::uint64_t), column_alignment));
                 f.changed = reinterpret_cast<std::uint64_t*>(
                     allocate(cap * sizeof(std::uint64_t), column_alignment));
             }
-            if (c.info->enableable) f.enabled = reinterpret_cast<std::uint8_t*>(allocate(cap, column_alignment));
+            if (c.info->enableable)
+                f.enabled = reinterpret_cast<std::uint8_t*>(allocate(cap, column_alignment));
         }
     } catch (...) {
         release();
@@ -385,15 +387,18 @@ void Storage::grow(Archetype& a, std::size_t min_capacity) {
         Column& c = a.columns[i];
         Arrays& f = fresh[i];
         if (a.size > 0) {
-            if (c.relocate == nullptr) std::memcpy(f.data, c.data, a.size * c.size);
-            else c.relocate(f.data, c.data, a.size);
+            if (c.relocate == nullptr)
+                std::memcpy(f.data, c.data, a.size * c.size);
+            else
+                c.relocate(f.data, c.data, a.size);
             if (c.added != nullptr) {
                 std::memcpy(f.added, c.added, a.size * sizeof(std::uint64_t));
                 std::memcpy(f.changed, c.changed, a.size * sizeof(std::uint64_t));
             }
             if (c.enabled != nullptr) std::memcpy(f.enabled, c.enabled, a.size);
         }
-        deallocate(c.data, old_cap * c.size, std::max<std::size_t>(column_alignment, c.info->alignment));
+        deallocate(c.data, old_cap * c.size,
+                   std::max<std::size_t>(column_alignment, c.info->alignment));
         deallocate(c.added, old_cap * sizeof(std::uint64_t), column_alignment);
         deallocate(c.changed, old_cap * sizeof(std::uint64_t), column_alignment);
         deallocate(c.enabled, old_cap, column_alignment);
@@ -414,16 +419,18 @@ void Storage::reserve_records(std::size_t n) {
     if (n <= free_count_) return;
     const std::size_t need = record_count_ + (n - free_count_);
     if (need > max_rows) {
-        throw Error(errc::limit_exceeded,
-                    "World::spawn: a world can't hold more than " + std::to_string(max_rows) +
-                        " entities");
+        throw Error(errc::limit_exceeded, "World::spawn: a world can't hold more than " +
+                                              std::to_string(max_rows) + " entities");
     }
     if (need > record_capacity_) {
-        const std::size_t cap =
-            std::min<std::size_t>(max_rows, std::max<std::size_t>({need, std::size_t{record_capacity_} * 2, 64}));
-        auto* fresh = reinterpret_cast<EntityRecord*>(allocate(cap * sizeof(EntityRecord), column_alignment));
-        if (record_count_ > 0) std::memcpy(fresh, record_data_, record_count_ * sizeof(EntityRecord));
-        deallocate(record_data_, std::size_t{record_capacity_} * sizeof(EntityRecord), column_alignment);
+        const std::size_t cap = std::min<std::size_t>(
+            max_rows, std::max<std::size_t>({need, std::size_t{record_capacity_} * 2, 64}));
+        auto* fresh =
+            reinterpret_cast<EntityRecord*>(allocate(cap * sizeof(EntityRecord), column_alignment));
+        if (record_count_ > 0)
+            std::memcpy(fresh, record_data_, record_count_ * sizeof(EntityRecord));
+        deallocate(record_data_, std::size_t{record_capacity_} * sizeof(EntityRecord),
+                   column_alignment);
         record_data_ = fresh;
         record_capacity_ = static_cast<std::uint32_t>(cap);
     }
@@ -493,7 +500,8 @@ inline void Storage::free_row(Archetype& a, std::uint32_t row) noexcept {
             for (const Column& c : a.columns) move_row(c, last, c, row);
         } else {
             for (const Column& c : a.columns) {
-                move_value(c, c.data + std::size_t{row} * c.size, c.data + std::size_t{last} * c.size);
+                move_value(c, c.data + std::size_t{row} * c.size,
+                           c.data + std::size_t{last} * c.size);
             }
         }
         const Entity moved = a.entities[last];
@@ -587,7 +595,8 @@ bool Storage::remove(Entity e, std::span<const ComponentId> ids, const char* op)
 std::vector<Entity> Storage::entities() const {
     std::vector<Entity> out;
     out.reserve(alive_);
-    for (const Archetype* a : archetypes_) out.insert(out.end(), a->entities, a->entities + a->size);
+    for (const Archetype* a : archetypes_)
+        out.insert(out.end(), a->entities, a->entities + a->size);
     return out;
 }
 

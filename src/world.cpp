@@ -28,7 +28,9 @@ World::World() : World(std::pmr::get_default_resource()) {}
 World::World(std::pmr::memory_resource* resource)
     : storage_(make_storage(resource != nullptr ? resource : std::pmr::get_default_resource())) {}
 
-World::~World() { free_storage(storage_); }
+World::~World() {
+    free_storage(storage_);
+}
 
 World::World(World&& other) noexcept : storage_(std::exchange(other.storage_, nullptr)) {}
 
@@ -40,23 +42,41 @@ World& World::operator=(World&& other) noexcept {
     return *this;
 }
 
-std::pmr::memory_resource* World::memory_resource() const noexcept { return storage_->resource(); }
+std::pmr::memory_resource* World::memory_resource() const noexcept {
+    return storage_->resource();
+}
 
-Entity World::spawn() { return storage_->spawn_empty(); }
+Entity World::spawn() {
+    return storage_->spawn_empty();
+}
 
-bool World::despawn(Entity e) { return storage_->despawn(e); }
+bool World::despawn(Entity e) {
+    return storage_->despawn(e);
+}
 
-bool World::is_alive(Entity e) const noexcept { return storage_->record(e) != nullptr; }
+bool World::is_alive(Entity e) const noexcept {
+    return storage_->record(e) != nullptr;
+}
 
-std::size_t World::count() const noexcept { return storage_->count(); }
+std::size_t World::count() const noexcept {
+    return storage_->count();
+}
 
-std::vector<Entity> World::entities() const { return storage_->entities(); }
+std::vector<Entity> World::entities() const {
+    return storage_->entities();
+}
 
-std::uint64_t World::tick() const noexcept { return storage_->tick(); }
+std::uint64_t World::tick() const noexcept {
+    return storage_->tick();
+}
 
-std::uint64_t World::advance_tick() noexcept { return storage_->advance_tick(); }
+std::uint64_t World::advance_tick() noexcept {
+    return storage_->advance_tick();
+}
 
-std::size_t World::archetype_count() const noexcept { return storage_->archetype_count(); }
+std::size_t World::archetype_count() const noexcept {
+    return storage_->archetype_count();
+}
 
 namespace detail {
 

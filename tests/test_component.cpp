@@ -149,7 +149,8 @@ TEST(Component, RegistrationIsThreadSafe) {
     auto run = [](std::vector<ts::ComponentId>& out) {
         [&]<int... I>(std::integer_sequence<int, I...>) {
             ((out[I] = ts::component_id<Many<I>>()), ...);
-        }(std::make_integer_sequence<int, 64>{});
+        }
+        (std::make_integer_sequence<int, 64>{});
     };
     std::thread t1(run, std::ref(a));
     std::thread t2(run, std::ref(b));

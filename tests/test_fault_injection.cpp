@@ -48,10 +48,18 @@ void* operator new[](std::size_t size) {
     if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
     throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p) noexcept {
+    std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+    std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+    std::free(p);
+}
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -184,10 +192,10 @@ std::string long_text(int i) {
 // ---------------------------------------------------------------------------------------------
 // The script: a sequence of operations, each of which may refer to entities made before it.
 struct Ctx {
-    std::vector<tessera::Entity> e;     // entities from single spawns, in order
-    std::vector<tessera::Entity> many;  // entities from spawn_many, in order
-    std::vector<tessera::Entity> many2; // entities from later spawn_many calls, in order
-    bool tracked_a = false;             // tick arrays known to exist
+    std::vector<tessera::Entity> e;      // entities from single spawns, in order
+    std::vector<tessera::Entity> many;   // entities from spawn_many, in order
+    std::vector<tessera::Entity> many2;  // entities from later spawn_many calls, in order
+    bool tracked_a = false;              // tick arrays known to exist
     bool tracked_counted = false;
 };
 
@@ -200,9 +208,12 @@ std::vector<Step> script() {
     using tessera::World;
     std::vector<Step> s;
     s.push_back({"spawn()", [](World& w, Ctx& c) { c.e.push_back(w.spawn()); }});  // e0
-    s.push_back({"spawn(A, B)", [](World& w, Ctx& c) { c.e.push_back(w.spawn(A{1}, B{2, 3})); }});  // e1
-    s.push_back({"spawn(Label, Counted)",
-                 [](World& w, Ctx& c) { c.e.push_back(w.spawn(Label{long_text(2)}, Counted{3})); }});  // e2
+    s.push_back({"spawn(A, B)", [](World& w, Ctx& c) {
+                     c.e.push_back(w.spawn(A{1}, B{2, 3}));
+                 }});  // e1
+    s.push_back({"spawn(Label, Counted)", [](World& w, Ctx& c) {
+                     c.e.push_back(w.spawn(Label{long_text(2)}, Counted{3}));
+                 }});  // e2
     s.push_back({"spawn_many(1000, A, Counted)", [](World& w, Ctx& c) {
                      auto span = w.spawn_many(1000, [](std::size_t i, A& a, Counted& k) {
                          a.v = static_cast<std::int32_t>(i);
@@ -211,18 +222,23 @@ std::vector<Step> script() {
                      c.many.insert(c.many.end(), span.begin(), span.end());
                  }});
     s.push_back({"add(e0, A) new archetype", [](World& w, Ctx& c) { w.add(c.e[0], A{10}); }});
-    s.push_back({"add(e1, Label) archetype move", [](World& w, Ctx& c) { w.add(c.e[1], Label{long_text(11)}); }});
+    s.push_back({"add(e1, Label) archetype move",
+                 [](World& w, Ctx& c) { w.add(c.e[1], Label{long_text(11)}); }});
     s.push_back({"add(e1, A) replace", [](World& w, Ctx& c) { w.add(c.e[1], A{11}); }});
-    s.push_back({"add(e0, B, Label) several", [](World& w, Ctx& c) { w.add(c.e[0], B{5, 6}, Label{long_text(12)}); }});
-    s.push_back({"add<Tag>(e2)", [](World& w, Ctx& c) { w.add<Tag>(c.e[2]); }});
-    s.push_back({"spawn_many(600, Label, Counted, Tag) grows a table of strings", [](World& w, Ctx& c) {
-                     auto span = w.spawn_many(600, [](std::size_t i, Label& l, Counted& k, Tag&) {
-                         l.s = long_text(static_cast<int>(i) + 100);
-                         k.v = static_cast<int>(i) + 100;
-                     });
-                     c.many2.insert(c.many2.end(), span.begin(), span.end());
+    s.push_back({"add(e0, B, Label) several", [](World& w, Ctx& c) {
+                     w.add(c.e[0], B{5, 6}, Label{long_text(12)});
                  }});
-    s.push_back({"add(many[7], Label) big source table", [](World& w, Ctx& c) { w.add(c.many[7], Label{long_text(7)}); }});
+    s.push_back({"add<Tag>(e2)", [](World& w, Ctx& c) { w.add<Tag>(c.e[2]); }});
+    s.push_back(
+        {"spawn_many(600, Label, Counted, Tag) grows a table of strings", [](World& w, Ctx& c) {
+             auto span = w.spawn_many(600, [](std::size_t i, Label& l, Counted& k, Tag&) {
+                 l.s = long_text(static_cast<int>(i) + 100);
+                 k.v = static_cast<int>(i) + 100;
+             });
+             c.many2.insert(c.many2.end(), span.begin(), span.end());
+         }});
+    s.push_back({"add(many[7], Label) big source table",
+                 [](World& w, Ctx& c) { w.add(c.many[7], Label{long_text(7)}); }});
     s.push_back({"remove<A>(e1)", [](World& w, Ctx& c) { EXPECT_TRUE(w.remove<A>(c.e[1])); }});
     s.push_back({"remove<A, B>(e0)", [](World& w, Ctx& c) { (void)w.remove<A, B>(c.e[0]); }});
     s.push_back({"changed_tick<A> activates tracking", [](World& w, Ctx& c) {
@@ -230,7 +246,8 @@ std::vector<Step> script() {
                      c.tracked_a = true;
                  }});
     s.push_back({"advance_tick", [](World& w, Ctx&) { w.advance_tick(); }});
-    s.push_back({"set_if_changed(many[5], A) tracked", [](World& w, Ctx& c) { w.set_if_changed(c.many[5], A{999}); }});
+    s.push_back({"set_if_changed(many[5], A) tracked",
+                 [](World& w, Ctx& c) { w.set_if_changed(c.many[5], A{999}); }});
     s.push_back({"set_if_changed(e2, Counted) activates tracking", [](World& w, Ctx& c) {
                      w.set_if_changed(c.e[2], Counted{30});
                      c.tracked_counted = true;
@@ -247,18 +264,23 @@ std::vector<Step> script() {
                      });
                      c.many2.insert(c.many2.end(), span.begin(), span.end());
                  }});
-    s.push_back({"add<Counted>(e0) value-initialised", [](World& w, Ctx& c) { w.add<Counted>(c.e[0]); }});
-    s.push_back({"despawn(many2[3]) Label row", [](World& w, Ctx& c) { EXPECT_TRUE(w.despawn(c.many2[3])); }});
-    s.push_back({"spawn(Wide)", [](World& w, Ctx& c) { c.e.push_back(w.spawn(Wide{{1, 2, 3}})); }});  // e4
+    s.push_back(
+        {"add<Counted>(e0) value-initialised", [](World& w, Ctx& c) { w.add<Counted>(c.e[0]); }});
+    s.push_back({"despawn(many2[3]) Label row",
+                 [](World& w, Ctx& c) { EXPECT_TRUE(w.despawn(c.many2[3])); }});
+    s.push_back({"spawn(Wide)", [](World& w, Ctx& c) {
+                     c.e.push_back(w.spawn(Wide{{1, 2, 3}}));
+                 }});  // e4
     s.push_back({"despawn(e1)", [](World& w, Ctx& c) { EXPECT_TRUE(w.despawn(c.e[1])); }});
     s.push_back({"despawn(many[0])", [](World& w, Ctx& c) { EXPECT_TRUE(w.despawn(c.many[0])); }});
-    s.push_back({"spawn() reuses an index", [](World& w, Ctx& c) { c.e.push_back(w.spawn()); }});  // e5
+    s.push_back(
+        {"spawn() reuses an index", [](World& w, Ctx& c) { c.e.push_back(w.spawn()); }});  // e5
     s.push_back({"register_component<Late>", [](World& w, Ctx&) { w.register_component<Late>(); }});
     s.push_back({"add(e0, Late)", [](World& w, Ctx& c) { w.add(c.e[0], Late{42}); }});
-    s.push_back({"add(e5, Counted, A) tracked", [](World& w, Ctx& c) { w.add(c.e[5], Counted{8}, A{8}); }});
-    s.push_back({"add(e2, Label, A) replace and new", [](World& w, Ctx& c) {
-                     w.add(c.e[2], Label{long_text(21)}, A{21});
-                 }});
+    s.push_back(
+        {"add(e5, Counted, A) tracked", [](World& w, Ctx& c) { w.add(c.e[5], Counted{8}, A{8}); }});
+    s.push_back({"add(e2, Label, A) replace and new",
+                 [](World& w, Ctx& c) { w.add(c.e[2], Label{long_text(21)}, A{21}); }});
     s.push_back({"spawn_many(2000, A, B) existing archetype", [](World& w, Ctx& c) {
                      auto span = w.spawn_many(2000, [](std::size_t i, A& a, B& b) {
                          a.v = static_cast<std::int32_t>(i) + 5000;
@@ -266,14 +288,19 @@ std::vector<Step> script() {
                      });
                      c.many.insert(c.many.end(), span.begin(), span.end());
                  }});
-    s.push_back({"add(many[1500], Wide) 64-aligned column", [](World& w, Ctx& c) { w.add(c.many[1500], Wide{{4, 5, 6}}); }});
-    s.push_back({"remove<Counted>(e2)", [](World& w, Ctx& c) { EXPECT_TRUE(w.remove<Counted>(c.e[2])); }});
-    s.push_back({"get_mut<Counted>(many[2])", [](World& w, Ctx& c) { w.get_mut<Counted>(c.many[2]).v = 123; }});
-    s.push_back({"despawn(many[500]) Counted row", [](World& w, Ctx& c) { EXPECT_TRUE(w.despawn(c.many[500])); }});
-    s.push_back({"add(e3, Label) tracked source", [](World& w, Ctx& c) { w.add(c.e[3], Label{long_text(3)}); }});
-    s.push_back({"remove<Label, B>(e0) one absent", [](World& w, Ctx& c) {
-                     EXPECT_TRUE((w.remove<Label, B>(c.e[0])));
+    s.push_back({"add(many[1500], Wide) 64-aligned column", [](World& w, Ctx& c) {
+                     w.add(c.many[1500], Wide{{4, 5, 6}});
                  }});
+    s.push_back(
+        {"remove<Counted>(e2)", [](World& w, Ctx& c) { EXPECT_TRUE(w.remove<Counted>(c.e[2])); }});
+    s.push_back({"get_mut<Counted>(many[2])",
+                 [](World& w, Ctx& c) { w.get_mut<Counted>(c.many[2]).v = 123; }});
+    s.push_back({"despawn(many[500]) Counted row",
+                 [](World& w, Ctx& c) { EXPECT_TRUE(w.despawn(c.many[500])); }});
+    s.push_back({"add(e3, Label) tracked source",
+                 [](World& w, Ctx& c) { w.add(c.e[3], Label{long_text(3)}); }});
+    s.push_back({"remove<Label, B>(e0) one absent",
+                 [](World& w, Ctx& c) { EXPECT_TRUE((w.remove<Label, B>(c.e[0]))); }});
     s.push_back({"added_tick<Counted>(e3)", [](World& w, Ctx& c) {
                      EXPECT_EQ(static_cast<std::uint64_t>(w.added_tick<Counted>(c.e[3])), 2u);
                  }});
@@ -352,8 +379,8 @@ void expect_same(const Snapshot& expected, const Snapshot& actual, const std::st
     }
     for (const auto& [bits, enc] : actual.rows) {
         if (!expected.rows.contains(bits)) {
-            ADD_FAILURE() << what << ": unexpected entity " << tessera::Entity::from_bits(bits) << " ("
-                          << enc << ")";
+            ADD_FAILURE() << what << ": unexpected entity " << tessera::Entity::from_bits(bits)
+                          << " (" << enc << ")";
             if (++reported == 5) return;
         }
     }
@@ -403,7 +430,8 @@ TEST(FaultInjection, EveryAllocationFailureRollsBackEveryOperation) {
                 } catch (const std::bad_alloc&) {
                     threw = true;
                 } catch (const std::exception& ex) {
-                    ADD_FAILURE() << what << ": threw " << ex.what() << " instead of std::bad_alloc";
+                    ADD_FAILURE() << what << ": threw " << ex.what()
+                                  << " instead of std::bad_alloc";
                     threw = true;
                 }
                 const bool fired = res.fired();
@@ -418,9 +446,11 @@ TEST(FaultInjection, EveryAllocationFailureRollsBackEveryOperation) {
                     ++total_faults;
                     EXPECT_TRUE(threw) << what << ": the failure was swallowed";
                     c = ctx_before;
-                    EXPECT_EQ(Counted::live, counted_before) << what << ": Counted instances leaked or lost";
+                    EXPECT_EQ(Counted::live, counted_before)
+                        << what << ": Counted instances leaked or lost";
                     expect_same(before, snapshot(w, c), what + " (state after the failure)");
-                    // The world keeps working: the same step now succeeds and gives the clean result.
+                    // The world keeps working: the same step now succeeds and gives the clean
+                    // result.
                     steps[i].run(w, c);
                     expect_same(reference, snapshot(w, c), what + " (retried)");
                 }

@@ -147,18 +147,18 @@ void with_value_type(std::size_t i, F&& f) {
 
 // Fixed combinations (type indices) for the variadic calls: spawn(a, b, ...), add(e, a, b, ...),
 // remove<A, B, ...>(e) and get<A, B, ...>(e).
-using Combos = std::tuple<std::index_sequence<1, 6>,      // C4, Name
-                          std::index_sequence<0, 9>,      // C1, Big
-                          std::index_sequence<7, 8>,      // Numbers, Owned
-                          std::index_sequence<2, 10>,     // C8, TagA
-                          std::index_sequence<3, 4, 5>,   // C12, C16, C32
-                          std::index_sequence<6, 7, 9>,   // Name, Numbers, Big
-                          std::index_sequence<8, 11, 1>,  // Owned, TagB, C4
-                          std::index_sequence<5, 10, 11>, // C32, TagA, TagB
-                          std::index_sequence<9, 2, 6>,   // Big, C8, Name
-                          std::index_sequence<4, 0>,      // C16, C1
-                          std::index_sequence<1, 2, 3>,   // C4, C8, C12
-                          std::index_sequence<6, 9>>;     // Name, Big
+using Combos = std::tuple<std::index_sequence<1, 6>,       // C4, Name
+                          std::index_sequence<0, 9>,       // C1, Big
+                          std::index_sequence<7, 8>,       // Numbers, Owned
+                          std::index_sequence<2, 10>,      // C8, TagA
+                          std::index_sequence<3, 4, 5>,    // C12, C16, C32
+                          std::index_sequence<6, 7, 9>,    // Name, Numbers, Big
+                          std::index_sequence<8, 11, 1>,   // Owned, TagB, C4
+                          std::index_sequence<5, 10, 11>,  // C32, TagA, TagB
+                          std::index_sequence<9, 2, 6>,    // Big, C8, Name
+                          std::index_sequence<4, 0>,       // C16, C1
+                          std::index_sequence<1, 2, 3>,    // C4, C8, C12
+                          std::index_sequence<6, 9>>;      // Name, Big
 constexpr std::size_t kCombos = std::tuple_size_v<Combos>;
 
 template <class F, std::size_t... C>
@@ -171,7 +171,9 @@ void with_combo(std::size_t i, F&& f) {
     dispatch_combo(i, f, std::make_index_sequence<kCombos>{});
 }
 
-std::uint64_t tick_value(auto t) { return static_cast<std::uint64_t>(t); }
+std::uint64_t tick_value(auto t) {
+    return static_cast<std::uint64_t>(t);
+}
 
 constexpr std::size_t kFullCheckEvery = 1000;
 constexpr std::size_t kDeadWindow = 128;
@@ -185,14 +187,16 @@ public:
         for (step_ = 0; step_ < steps; ++step_) {
             one_op();
             if (::testing::Test::HasFailure()) {
-                ADD_FAILURE() << std::hex << "seed 0x" << seed_ << std::dec << ", step " << step_ << ", op " << op_;
+                ADD_FAILURE() << std::hex << "seed 0x" << seed_ << std::dec << ", step " << step_
+                              << ", op " << op_;
                 return;
             }
             if ((step_ + 1) % kFullCheckEvery == 0) {
                 op_ = "full check";
                 check_full();
                 if (::testing::Test::HasFailure()) {
-                    ADD_FAILURE() << std::hex << "full check failed: seed 0x" << seed_ << std::dec << ", step " << step_;
+                    ADD_FAILURE() << std::hex << "full check failed: seed 0x" << seed_ << std::dec
+                                  << ", step " << step_;
                     return;
                 }
             }
@@ -356,13 +360,19 @@ private:
             }
         } else if (roll < 24) {
             op_ = "add(e, a, b...)";
-            with_combo(below(kCombos), [&]<std::size_t... I>(std::index_sequence<I...>) { add_many<I...>(e); });
+            with_combo(
+                below(kCombos), [&]<std::size_t... I>(std::index_sequence<I...>) {
+                    add_many<I...>(e);
+                });
         } else if (roll < 34) {
             op_ = "remove";
             with_type(below(kTypes), [&]<std::size_t I>() { remove_one<I>(e); });
         } else if (roll < 38) {
             op_ = "remove<A, B...>";
-            with_combo(below(kCombos), [&]<std::size_t... I>(std::index_sequence<I...>) { remove_many<I...>(e); });
+            with_combo(
+                below(kCombos), [&]<std::size_t... I>(std::index_sequence<I...>) {
+                    remove_many<I...>(e);
+                });
         } else if (roll < 48) {
             op_ = "set";
             with_value_type(below(kValueTypes), [&]<std::size_t I>() { set_one<I>(e); });
@@ -371,7 +381,10 @@ private:
             with_type(below(kTypes), [&]<std::size_t I>() { get_one<I>(e); });
         } else if (roll < 61) {
             op_ = "get<A, B...>";
-            with_combo(below(kCombos), [&]<std::size_t... I>(std::index_sequence<I...>) { get_many<I...>(e); });
+            with_combo(
+                below(kCombos), [&]<std::size_t... I>(std::index_sequence<I...>) {
+                    get_many<I...>(e);
+                });
         } else if (roll < 69) {
             op_ = "try_get";
             with_type(below(kTypes), [&]<std::size_t I>() { try_get_one<I>(e); });
@@ -411,7 +424,10 @@ private:
             with_type(below(kTypes), [&]<std::size_t I>() { spawn_with<I>(); });
         } else if (roll < 92) {
             op_ = "spawn(a, b...)";
-            with_combo(below(kCombos), [&]<std::size_t... I>(std::index_sequence<I...>) { spawn_with<I...>(); });
+            with_combo(
+                below(kCombos), [&]<std::size_t... I>(std::index_sequence<I...>) {
+                    spawn_with<I...>();
+                });
         } else if (roll < 96) {
             op_ = "spawn_many(C4, Name)";
             spawn_many_a();
@@ -508,33 +524,35 @@ private:
             EXPECT_FALSE(world_.has<T>(e));
             EXPECT_EQ(world_.try_get<T>(e), nullptr);
             switch (below(6)) {
-            case 0:
-                expect_error(tessera::errc::not_alive, [&] { (void)world_.remove<T>(e); });
-                break;
-            case 1:
-                expect_error(tessera::errc::not_alive,
-                             [&] { world_.add(e, Spec<T>::to_world(random_value<T>())); });
-                break;
-            case 2:
-                expect_error(tessera::errc::not_alive,
-                             [&] { world_.set(e, Spec<T>::to_world(random_value<T>())); });
-                break;
-            case 3:
-                if constexpr (Spec<T>::copyable) {
-                    expect_error(tessera::errc::not_alive, [&] { (void)world_.get<T>(e); });
-                }
-                break;
-            case 4:
-                expect_error(tessera::errc::not_alive, [&] { (void)world_.get_mut<T>(e); });
-                break;
-            default:
-                // Only once tracking is on: whether a failed first read turns it on is not
-                // part of the contract this test checks.
-                if (tracked_[I]) {
-                    expect_error(tessera::errc::not_alive, [&] { (void)world_.changed_tick<T>(e); });
-                    expect_error(tessera::errc::not_alive, [&] { (void)world_.added_tick<T>(e); });
-                }
-                break;
+                case 0:
+                    expect_error(tessera::errc::not_alive, [&] { (void)world_.remove<T>(e); });
+                    break;
+                case 1:
+                    expect_error(tessera::errc::not_alive,
+                                 [&] { world_.add(e, Spec<T>::to_world(random_value<T>())); });
+                    break;
+                case 2:
+                    expect_error(tessera::errc::not_alive,
+                                 [&] { world_.set(e, Spec<T>::to_world(random_value<T>())); });
+                    break;
+                case 3:
+                    if constexpr (Spec<T>::copyable) {
+                        expect_error(tessera::errc::not_alive, [&] { (void)world_.get<T>(e); });
+                    }
+                    break;
+                case 4:
+                    expect_error(tessera::errc::not_alive, [&] { (void)world_.get_mut<T>(e); });
+                    break;
+                default:
+                    // Only once tracking is on: whether a failed first read turns it on is not
+                    // part of the contract this test checks.
+                    if (tracked_[I]) {
+                        expect_error(tessera::errc::not_alive,
+                                     [&] { (void)world_.changed_tick<T>(e); });
+                        expect_error(tessera::errc::not_alive,
+                                     [&] { (void)world_.added_tick<T>(e); });
+                    }
+                    break;
             }
         });
     }
@@ -572,7 +590,8 @@ private:
         const std::array<bool, sizeof...(I)> was{std::get<I>(row.values).has_value()...};
         world_.add(e, Spec<TypeAt<I>>::to_world(*std::get<I>(vals))...);
         std::size_t k = 0;
-        ((std::get<I>(row.values) = std::move(std::get<I>(vals)), stamp_added<I>(row, was[k++])), ...);
+        ((std::get<I>(row.values) = std::move(std::get<I>(vals)), stamp_added<I>(row, was[k++])),
+         ...);
     }
 
     template <std::size_t I>
@@ -601,7 +620,8 @@ private:
         Row& row = *find(e);
         auto v = random_value<T>();
         if (!std::get<I>(row.values)) {
-            expect_error(tessera::errc::missing_component, [&] { world_.set(e, Spec<T>::to_world(v)); });
+            expect_error(tessera::errc::missing_component,
+                         [&] { world_.set(e, Spec<T>::to_world(v)); });
             EXPECT_FALSE(world_.has<T>(e));
             return;
         }
@@ -635,9 +655,12 @@ private:
             const Row& row = *find(e);
             if ((std::get<I>(row.values).has_value() && ...)) {
                 const std::tuple<TypeAt<I>...> got = world_.get<TypeAt<I>...>(e);
-                EXPECT_TRUE((Spec<TypeAt<I>>::same(std::get<TypeAt<I>>(got), *std::get<I>(row.values)) && ...));
+                EXPECT_TRUE(
+                    (Spec<TypeAt<I>>::same(std::get<TypeAt<I>>(got), *std::get<I>(row.values)) &&
+                     ...));
             } else {
-                expect_error(tessera::errc::missing_component, [&] { (void)world_.get<TypeAt<I>...>(e); });
+                expect_error(tessera::errc::missing_component,
+                             [&] { (void)world_.get<TypeAt<I>...>(e); });
             }
         }
     }
@@ -702,8 +725,10 @@ private:
         Row& row = *find(e);
         if (!std::get<I>(row.values)) {
             if (tracked_[I]) {
-                expect_error(tessera::errc::missing_component, [&] { (void)world_.changed_tick<T>(e); });
-                expect_error(tessera::errc::missing_component, [&] { (void)world_.added_tick<T>(e); });
+                expect_error(tessera::errc::missing_component,
+                             [&] { (void)world_.changed_tick<T>(e); });
+                expect_error(tessera::errc::missing_component,
+                             [&] { (void)world_.added_tick<T>(e); });
             }
             return;
         }
@@ -770,7 +795,8 @@ private:
         seen.reserve(ents.size());
         for (const tessera::Entity& e : ents) {
             EXPECT_TRUE(seen.insert(e.to_bits()).second) << "entities() lists " << e << " twice";
-            EXPECT_TRUE(model_.contains(e.to_bits())) << "entities() lists " << e << " unknown to the model";
+            EXPECT_TRUE(model_.contains(e.to_bits()))
+                << "entities() lists " << e << " unknown to the model";
         }
         for (const auto& [bits, row] : model_) {
             EXPECT_TRUE(world_.is_alive(row.entity)) << row.entity;

@@ -320,7 +320,8 @@ TEST(World, HeapOwningComponentsAreMovedAndDestroyedExactlyOnce) {
     {
         ts::World w;
         std::vector<ts::Entity> es;
-        for (int i = 0; i < 300; ++i) es.push_back(w.spawn(Tracked{i}, Name{std::string(40, 'a' + i % 26)}));
+        for (int i = 0; i < 300; ++i)
+            es.push_back(w.spawn(Tracked{i}, Name{std::string(40, 'a' + i % 26)}));
         for (int i = 0; i < 300; i += 3) w.add(es[i], Position{});  // moves
         for (int i = 0; i < 300; i += 5) w.despawn(es[i]);
         for (int i = 1; i < 300; i += 7) {

@@ -77,8 +77,10 @@ State capture(tessera::World& w) {
     s.entities = w.entities();
     for (const tessera::Entity& e : s.entities) {
         std::string row = id(e) + " ";
-        if (const Position* p = w.try_get<Position>(e)) row += "P" + std::to_string(p->x) + "," + std::to_string(p->y);
-        if (const Velocity* v = w.try_get<Velocity>(e)) row += "V" + std::to_string(v->dx) + "," + std::to_string(v->dy);
+        if (const Position* p = w.try_get<Position>(e))
+            row += "P" + std::to_string(p->x) + "," + std::to_string(p->y);
+        if (const Velocity* v = w.try_get<Velocity>(e))
+            row += "V" + std::to_string(v->dx) + "," + std::to_string(v->dy);
         if (const Health* h = w.try_get<Health>(e)) row += "H" + std::to_string(h->hp);
         if (w.has<Frozen>(e)) row += "F";
         s.rows.push_back(row);
@@ -103,7 +105,8 @@ protected:
 
     /// Runs f, which must throw tessera::Error with `code` and a message containing each of
     /// `needles`; then checks the world is unchanged.
-    void expect_error(errc code, const std::vector<std::string>& needles, const std::function<void()>& f) {
+    void expect_error(errc code, const std::vector<std::string>& needles,
+                      const std::function<void()>& f) {
         try {
             f();
             ADD_FAILURE() << "expected tessera::Error with code " << static_cast<int>(code);
@@ -115,7 +118,9 @@ protected:
         expect_unchanged();
     }
 
-    void expect_unchanged() { EXPECT_TRUE(capture(world) == before) << "a failed or no-op call changed the world"; }
+    void expect_unchanged() {
+        EXPECT_TRUE(capture(world) == before) << "a failed or no-op call changed the world";
+    }
 
     tessera::World world;
     tessera::Entity dead{};
@@ -131,11 +136,13 @@ TEST_F(WorldErrors, GetOnDeadEntityThrowsNotAlive) {
 }
 
 TEST_F(WorldErrors, GetOnNullEntityThrowsNotAlive) {
-    expect_error(errc::not_alive, {"Position"}, [&] { (void)world.get<Position>(tessera::Entity::null()); });
+    expect_error(errc::not_alive, {"Position"},
+                 [&] { (void)world.get<Position>(tessera::Entity::null()); });
 }
 
 TEST_F(WorldErrors, GetOnMissingComponentThrowsMissingComponent) {
-    expect_error(errc::missing_component, {id(bare), "Position"}, [&] { (void)world.get<Position>(bare); });
+    expect_error(errc::missing_component, {id(bare), "Position"},
+                 [&] { (void)world.get<Position>(bare); });
 }
 
 TEST_F(WorldErrors, GetSeveralOnMissingComponentNamesTheMissingOne) {
@@ -148,11 +155,13 @@ TEST_F(WorldErrors, GetSeveralOnDeadEntityThrowsNotAlive) {
 }
 
 TEST_F(WorldErrors, GetMutOnDeadEntityThrowsNotAlive) {
-    expect_error(errc::not_alive, {id(dead), "Position"}, [&] { (void)world.get_mut<Position>(dead); });
+    expect_error(errc::not_alive, {id(dead), "Position"},
+                 [&] { (void)world.get_mut<Position>(dead); });
 }
 
 TEST_F(WorldErrors, GetMutOnMissingComponentThrowsMissingComponent) {
-    expect_error(errc::missing_component, {id(bare), "Position"}, [&] { (void)world.get_mut<Position>(bare); });
+    expect_error(errc::missing_component, {id(bare), "Position"},
+                 [&] { (void)world.get_mut<Position>(bare); });
     EXPECT_FALSE(world.has<Position>(bare));
 }
 
@@ -162,17 +171,22 @@ TEST_F(WorldErrors, SetOnDeadEntityThrowsNotAlive) {
 }
 
 TEST_F(WorldErrors, SetOnMissingComponentThrowsMissingComponent) {
-    expect_error(errc::missing_component, {id(bare), "Position"}, [&] { world.set(bare, Position{9, 9}); });
+    expect_error(errc::missing_component, {id(bare), "Position"}, [&] {
+        world.set(bare, Position{9, 9});
+    });
     EXPECT_FALSE(world.has<Position>(bare));
 }
 
 TEST_F(WorldErrors, SetIfChangedOnDeadEntityThrowsNotAlive) {
-    expect_error(errc::not_alive, {id(dead), "Position"}, [&] { (void)world.set_if_changed(dead, Position{9, 9}); });
+    expect_error(errc::not_alive, {id(dead), "Position"}, [&] {
+        (void)world.set_if_changed(dead, Position{9, 9});
+    });
 }
 
 TEST_F(WorldErrors, SetIfChangedOnMissingComponentThrowsMissingComponent) {
-    expect_error(errc::missing_component, {id(bare), "Position"},
-                 [&] { (void)world.set_if_changed(bare, Position{9, 9}); });
+    expect_error(errc::missing_component, {id(bare), "Position"}, [&] {
+        (void)world.set_if_changed(bare, Position{9, 9});
+    });
     EXPECT_FALSE(world.has<Position>(bare));
 }
 
@@ -193,11 +207,14 @@ TEST_F(WorldErrors, AddTagOnDeadEntityThrowsNotAlive) {
 }
 
 TEST_F(WorldErrors, AddOnNullEntityThrowsNotAlive) {
-    expect_error(errc::not_alive, {"Velocity"}, [&] { world.add(tessera::Entity::null(), Velocity{5, 5}); });
+    expect_error(errc::not_alive, {"Velocity"}, [&] {
+        world.add(tessera::Entity::null(), Velocity{5, 5});
+    });
 }
 
 TEST_F(WorldErrors, RemoveOnDeadEntityThrowsNotAlive) {
-    expect_error(errc::not_alive, {id(dead), "Position"}, [&] { (void)world.remove<Position>(dead); });
+    expect_error(errc::not_alive, {id(dead), "Position"},
+                 [&] { (void)world.remove<Position>(dead); });
     EXPECT_TRUE(world.has<Position>(live));
 }
 
@@ -214,7 +231,8 @@ TEST_F(WorldErrors, RemoveOfAbsentComponentReturnsFalseWithoutThrowing) {
 // -- change ticks -----------------------------------------------------------------------------
 
 TEST_F(WorldErrors, ChangedTickOnDeadEntityThrowsNotAlive) {
-    expect_error(errc::not_alive, {id(dead), "Position"}, [&] { (void)world.changed_tick<Position>(dead); });
+    expect_error(errc::not_alive, {id(dead), "Position"},
+                 [&] { (void)world.changed_tick<Position>(dead); });
 }
 
 TEST_F(WorldErrors, ChangedTickOnMissingComponentThrowsMissingComponent) {
@@ -223,18 +241,22 @@ TEST_F(WorldErrors, ChangedTickOnMissingComponentThrowsMissingComponent) {
 }
 
 TEST_F(WorldErrors, AddedTickOnDeadEntityThrowsNotAlive) {
-    expect_error(errc::not_alive, {id(dead), "Health"}, [&] { (void)world.added_tick<Health>(dead); });
+    expect_error(errc::not_alive, {id(dead), "Health"},
+                 [&] { (void)world.added_tick<Health>(dead); });
 }
 
 TEST_F(WorldErrors, AddedTickOnMissingComponentThrowsMissingComponent) {
-    expect_error(errc::missing_component, {id(bare), "Health"}, [&] { (void)world.added_tick<Health>(bare); });
+    expect_error(errc::missing_component, {id(bare), "Health"},
+                 [&] { (void)world.added_tick<Health>(bare); });
 }
 
 TEST_F(WorldErrors, TickErrorsOnceTrackingIsOn) {
     // The same errors after tick arrays exist for the type.
     EXPECT_EQ(static_cast<std::uint64_t>(world.changed_tick<Position>(live)), 1u);
-    expect_error(errc::not_alive, {id(dead), "Position"}, [&] { (void)world.changed_tick<Position>(dead); });
-    expect_error(errc::missing_component, {id(bare), "Position"}, [&] { (void)world.added_tick<Position>(bare); });
+    expect_error(errc::not_alive, {id(dead), "Position"},
+                 [&] { (void)world.changed_tick<Position>(dead); });
+    expect_error(errc::missing_component, {id(bare), "Position"},
+                 [&] { (void)world.added_tick<Position>(bare); });
 }
 
 // -- calls that report instead of throwing ----------------------------------------------------
@@ -304,7 +326,8 @@ TEST(WorldTypeConflict, SameNameWithAnotherLayoutThrowsTypeConflict) {
         world.add(e, Plugin{8});
         ADD_FAILURE() << "expected type_conflict";
     } catch (const tessera::Error& err) {
-        EXPECT_EQ(static_cast<int>(err.code()), static_cast<int>(errc::type_conflict)) << err.what();
+        EXPECT_EQ(static_cast<int>(err.code()), static_cast<int>(errc::type_conflict))
+            << err.what();
         EXPECT_THAT(std::string(err.what()), HasSubstr("Plugin"));
     }
     EXPECT_TRUE(capture(world) == before);
@@ -312,7 +335,8 @@ TEST(WorldTypeConflict, SameNameWithAnotherLayoutThrowsTypeConflict) {
         (void)world.spawn(Plugin{9});
         ADD_FAILURE() << "expected type_conflict";
     } catch (const tessera::Error& err) {
-        EXPECT_EQ(static_cast<int>(err.code()), static_cast<int>(errc::type_conflict)) << err.what();
+        EXPECT_EQ(static_cast<int>(err.code()), static_cast<int>(errc::type_conflict))
+            << err.what();
     }
     EXPECT_EQ(world.count(), 1u);
     EXPECT_TRUE(capture(world) == before);
@@ -329,7 +353,8 @@ TEST(WorldTypeConflict, DistinctTypesWithTheSameSpelledNameNeverShareAComponent)
     try {
         ids = {tessera::component_id<First>(), tessera::component_id<Second>()};
     } catch (const tessera::Error& err) {
-        EXPECT_EQ(static_cast<int>(err.code()), static_cast<int>(errc::type_conflict)) << err.what();
+        EXPECT_EQ(static_cast<int>(err.code()), static_cast<int>(errc::type_conflict))
+            << err.what();
         return;  // reported as a conflict: acceptable
     }
     EXPECT_FALSE(ids.first == ids.second) << "two different types share one component id";

@@ -204,8 +204,8 @@ def render(data: dict, source: str) -> str:
     lines += [
         f"- figures: {stat}; time per item = 1e9 / items_per_second. Setup-heavy scenarios "
         "(create, create_batch, destroy) time the work on one fresh world per iteration, "
-        "excluding its construction and destruction, on the benchmark process's warm glibc "
-        "heap; the others use real time over a world built once. Memory is the RSS growth of a "
+        "excluding its construction and destruction, on the heap named above; the others use "
+        "real time over a world built once. Memory is the RSS growth of a "
         "freshly started process (default glibc heap) creating the entities one at a time.",
         "- the raw baselines of `destroy` (pop_back) and `add_remove` (a presence flag) are "
         "floors, not equivalents (BENCHMARKS.md): their ratios are large by construction; judge "

@@ -63,27 +63,35 @@ struct ComponentInfo {
 /// A C++ type usable as a component: an object type (not a reference, not cv-qualified,
 /// not an array) that is nothrow move constructible and nothrow destructible.
 template <class T>
-concept Component = std::is_object_v<T> && !std::is_const_v<T> && !std::is_volatile_v<T> &&
-                    !std::is_array_v<T> && std::is_nothrow_move_constructible_v<T> &&
-                    std::is_nothrow_destructible_v<T>;
+concept Component =
+    std::is_object_v<T> && !std::is_const_v<T> && !std::is_volatile_v<T> && !std::is_array_v<T> &&
+    std::is_nothrow_move_constructible_v<T> && std::is_nothrow_destructible_v<T>;
 
 namespace detail {
 
 template <class T>
-concept has_enableable = requires { bool{component_traits<T>::enableable}; };
+concept has_enableable = requires {
+    bool{component_traits<T>::enableable};
+};
 template <class T>
-concept has_track_changes = requires { bool{component_traits<T>::track_changes}; };
+concept has_track_changes = requires {
+    bool{component_traits<T>::track_changes};
+};
 
 template <class T>
 constexpr bool enableable_v = [] {
-    if constexpr (has_enableable<T>) return component_traits<T>::enableable;
-    else return false;
+    if constexpr (has_enableable<T>)
+        return component_traits<T>::enableable;
+    else
+        return false;
 }();
 
 template <class T>
 constexpr bool track_changes_v = [] {
-    if constexpr (has_track_changes<T>) return component_traits<T>::track_changes;
-    else return true;
+    if constexpr (has_track_changes<T>)
+        return component_traits<T>::track_changes;
+    else
+        return true;
 }();
 
 /// The compiler's spelling of `T`, e.g. "Position" or "game::{anonymous}::Label".
@@ -196,7 +204,8 @@ template <class T>
                   "tessera: a component type must be an object type that is nothrow move "
                   "constructible and nothrow destructible (mark its move constructor noexcept)");
     const std::uint32_t slot = detail::type_slot<U>;
-    if (slot != 0) [[likely]] return ComponentId{slot - 1};
+    if (slot != 0) [[likely]]
+        return ComponentId{slot - 1};
     return detail::late_component_id<U>();
 }
 

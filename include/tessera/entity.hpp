@@ -24,9 +24,7 @@ struct Entity {
     [[nodiscard]] static constexpr Entity null() noexcept { return Entity{}; }
 
     /// Whether this is not the null index (the generation is not compared).
-    [[nodiscard]] constexpr explicit operator bool() const noexcept {
-        return index != 0xFFFFFFFFu;
-    }
+    [[nodiscard]] constexpr explicit operator bool() const noexcept { return index != 0xFFFFFFFFu; }
 
     /// Packs the handle: index in the low 32 bits, generation in the high 32.
     [[nodiscard]] constexpr std::uint64_t to_bits() const noexcept {

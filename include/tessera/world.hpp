@@ -59,8 +59,7 @@ public:
     /// Spawns an entity with the given components, constructed once, directly in the table of
     /// their archetype. Duplicate types are a compile-time error.
     template <class... Ts>
-        requires(sizeof...(Ts) > 0)
-    Entity spawn(Ts&&... components);
+    requires(sizeof...(Ts) > 0) Entity spawn(Ts&&... components);
 
     /// Spawns `n` entities whose component set is deduced from `init`'s parameters
     /// (`void(std::size_t i, A&, B&, ...)`); each component is value-initialised, then `init(i,
@@ -90,8 +89,7 @@ public:
     /// marked changed; a new one is stamped added and changed). Several at once make one
     /// archetype move. @throws Error(not_alive)
     template <class... Ts>
-        requires(sizeof...(Ts) > 0)
-    void add(Entity e, Ts&&... components);
+    requires(sizeof...(Ts) > 0) void add(Entity e, Ts&&... components);
 
     /// Adds a value-initialised `T` (tags, default-constructible components); replaces an
     /// existing `T` with a fresh value. @throws Error(not_alive)
@@ -101,19 +99,16 @@ public:
     /// Removes the components `e` has among `Ts` in one archetype move. Returns false when `e`
     /// had none of them. @throws Error(not_alive)
     template <class... Ts>
-        requires(sizeof...(Ts) > 0)
-    bool remove(Entity e);
+    requires(sizeof...(Ts) > 0) bool remove(Entity e);
 
     /// Whether `e` is alive and has every one of `Ts`. Never throws.
     template <class... Ts>
-        requires(sizeof...(Ts) > 0)
-    [[nodiscard]] bool has(Entity e) const noexcept;
+    requires(sizeof...(Ts) > 0) [[nodiscard]] bool has(Entity e) const noexcept;
 
     /// A copy of `e`'s `T`, or a `std::tuple` of copies for several types.
     /// @throws Error(not_alive), Error(missing_component)
     template <class... Ts>
-        requires(sizeof...(Ts) > 0)
-    auto get(Entity e) const;
+    requires(sizeof...(Ts) > 0) auto get(Entity e) const;
 
     /// A pointer to `e`'s `T`, or null when `e` is dead or lacks `T` (tags have no address:
     /// null too). Stamps no tick. Valid until the next structural change.

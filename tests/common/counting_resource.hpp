@@ -35,10 +35,23 @@ struct Tracked {
     static inline int live = 0;
     static inline int constructed = 0;
     int value = 0;
-    Tracked() noexcept { ++live; ++constructed; }
-    explicit Tracked(int v) noexcept : value(v) { ++live; ++constructed; }
-    Tracked(const Tracked& o) noexcept : value(o.value) { ++live; ++constructed; }
-    Tracked(Tracked&& o) noexcept : value(o.value) { ++live; ++constructed; o.value = -1; }
+    Tracked() noexcept {
+        ++live;
+        ++constructed;
+    }
+    explicit Tracked(int v) noexcept : value(v) {
+        ++live;
+        ++constructed;
+    }
+    Tracked(const Tracked& o) noexcept : value(o.value) {
+        ++live;
+        ++constructed;
+    }
+    Tracked(Tracked&& o) noexcept : value(o.value) {
+        ++live;
+        ++constructed;
+        o.value = -1;
+    }
     Tracked& operator=(const Tracked&) = default;
     Tracked& operator=(Tracked&&) = default;
     ~Tracked() { --live; }

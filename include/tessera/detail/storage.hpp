@@ -26,17 +26,17 @@ inline constexpr std::int32_t slot_tag = -2;
 /// One component's values in an archetype (one cache line: the hooks a row move needs are
 /// copied here from the `ComponentInfo`).
 struct Column {
-    std::byte* data = nullptr;             ///< `capacity * size` bytes
-    std::uint64_t* added = nullptr;        ///< per-row added tick; null until tracked
-    std::uint64_t* changed = nullptr;      ///< per-row changed tick; null until tracked
-    std::uint8_t* enabled = nullptr;       ///< per-row enable flag; null unless enableable
+    std::byte* data = nullptr;         ///< `capacity * size` bytes
+    std::uint64_t* added = nullptr;    ///< per-row added tick; null until tracked
+    std::uint64_t* changed = nullptr;  ///< per-row changed tick; null until tracked
+    std::uint8_t* enabled = nullptr;   ///< per-row enable flag; null unless enableable
     /// info->relocate: null when values move with memcpy
     void (*relocate)(void* dst, void* src, std::size_t n) noexcept = nullptr;
     /// info->destroy: null when trivially destructible
     void (*destroy)(void* p, std::size_t n) noexcept = nullptr;
     const ComponentInfo* info = nullptr;
-    ComponentId id;                        ///< info->id
-    std::uint32_t size = 0;                ///< info->size
+    ComponentId id;          ///< info->id
+    std::uint32_t size = 0;  ///< info->size
 };
 
 /// A small open-addressing map from a component id to the archetypes one add / one remove
@@ -74,15 +74,15 @@ struct Archetype {
     Archetype(std::pmr::memory_resource* mr, std::uint32_t slots)
         : slot_count(slots), ids(mr), columns(mr), edges(mr) {}
 
-    const std::uint32_t slot_count;        ///< entries in the slot table (max id value + 1)
-    std::uint32_t index = 0;               ///< position in the world's archetype list
-    std::uint32_t size = 0;                ///< live rows
-    std::uint32_t capacity = 0;            ///< allocated rows
-    bool tracked = false;                  ///< some column has tick arrays
-    bool enableable = false;               ///< some column has enable flags
-    Entity* entities = nullptr;            ///< the entity of each row
-    std::pmr::vector<ComponentId> ids;     ///< sorted component set, tags included
-    std::pmr::vector<Column> columns;      ///< non-tag components, in id order
+    const std::uint32_t slot_count;     ///< entries in the slot table (max id value + 1)
+    std::uint32_t index = 0;            ///< position in the world's archetype list
+    std::uint32_t size = 0;             ///< live rows
+    std::uint32_t capacity = 0;         ///< allocated rows
+    bool tracked = false;               ///< some column has tick arrays
+    bool enableable = false;            ///< some column has enable flags
+    Entity* entities = nullptr;         ///< the entity of each row
+    std::pmr::vector<ComponentId> ids;  ///< sorted component set, tags included
+    std::pmr::vector<Column> columns;   ///< non-tag components, in id order
     EdgeMap edges;
 
     /// Bytes to allocate for an archetype with `slots` slot-table entries.
@@ -258,7 +258,8 @@ public:
         r.row = slot.row;
         const Entity e{index, r.generation};
         a.entities[slot.row] = e;
-        if (a.enableable || a.tracked) [[unlikely]] init_row(slot);
+        if (a.enableable || a.tracked) [[unlikely]]
+            init_row(slot);
         ++a.size;
         ++alive_;
         return e;
@@ -267,8 +268,7 @@ public:
     /// component of `ids` has a slot at the returned row, holding the old value when
     /// `existed[i]`, uninitialised otherwise. Throws not_alive (naming `op`) or bad_alloc
     /// before changing anything. Nothing may throw until the slots are filled.
-    RowSlot prepare_add(Entity e, std::span<const ComponentId> ids, bool* existed,
-                        const char* op);
+    RowSlot prepare_add(Entity e, std::span<const ComponentId> ids, bool* existed, const char* op);
     /// `prepare_add` for one component, with the common case inline: the entity is alive, the
     /// edge is cached and the target table has room.
     RowSlot prepare_add_one(Entity e, ComponentId id, bool& existed, const char* op) {
@@ -280,7 +280,8 @@ public:
             const EdgeMap::Edge* edge = from.edges.find(id.value);
             if (edge != nullptr && edge->add != no_index) [[likely]] {
                 Archetype& to = *archetypes_[edge->add];
-                if (to.size < to.capacity) [[likely]] return move_entity(e, *r, to);
+                if (to.size < to.capacity) [[likely]]
+                    return move_entity(e, *r, to);
             }
         }
         const ComponentId one[] = {id};

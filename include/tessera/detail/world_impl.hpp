@@ -16,7 +16,7 @@ namespace detail {
 /// Every type of `Ts` (cv and references stripped) is a valid component.
 template <class... Ts>
 inline constexpr bool components_v = (Component<std::remove_cvref_t<Ts>> && ...);
-#define TESSERA_COMPONENT_REQUIREMENT                                                         \
+#define TESSERA_COMPONENT_REQUIREMENT                                                          \
     "tessera: a component type must be an object type that is nothrow move constructible and " \
     "nothrow destructible (mark its move constructor noexcept)"
 
@@ -70,8 +70,7 @@ U* column_ptr(const Archetype& a, std::int32_t slot, std::uint32_t row) noexcept
 }  // namespace detail
 
 template <class... Ts>
-    requires(sizeof...(Ts) > 0)
-Entity World::spawn(Ts&&... components) {
+requires(sizeof...(Ts) > 0) Entity World::spawn(Ts&&... components) {
     static_assert(detail::components_v<Ts...>, TESSERA_COMPONENT_REQUIREMENT);
     static_assert(detail::unique_types_v<std::remove_cvref_t<Ts>...>,
                   "tessera: World::spawn got the same component type twice");
@@ -84,9 +83,10 @@ Entity World::spawn(Ts&&... components) {
         const detail::RowSlot slot = s.prepare_spawn(*bundle.archetype);
         [&]<std::size_t... I>(std::index_sequence<I...>) {
             (detail::construct_at<std::remove_cvref_t<Ts>>(slot, bundle.slots[I],
-                                                            std::forward<Ts>(components)),
+                                                           std::forward<Ts>(components)),
              ...);
-        }(std::index_sequence_for<Ts...>{});
+        }
+        (std::index_sequence_for<Ts...>{});
         return s.commit_spawn(slot);
     }
 }
@@ -135,7 +135,8 @@ std::span<const Entity> spawn_many_impl(Storage& s, std::size_t n, Init& init,
                 constructed = i + 1;
                 init(static_cast<std::remove_cvref_t<Index>>(i), element(std::get<I>(cols), i)...);
             }
-        }(std::index_sequence_for<Ts...>{});
+        }
+        (std::index_sequence_for<Ts...>{});
     } catch (...) {
         s.destroy_rows(a, first, constructed);
         throw;
@@ -151,8 +152,7 @@ std::span<const Entity> World::spawn_many(std::size_t n, Init&& init) {
 }
 
 template <class... Ts>
-    requires(sizeof...(Ts) > 0)
-void World::add(Entity e, Ts&&... components) {
+requires(sizeof...(Ts) > 0) void World::add(Entity e, Ts&&... components) {
     static_assert(detail::components_v<Ts...>, TESSERA_COMPONENT_REQUIREMENT);
     static_assert(detail::unique_types_v<std::remove_cvref_t<Ts>...>,
                   "tessera: World::add got the same component type twice");
@@ -169,7 +169,8 @@ void World::add(Entity e, Ts&&... components) {
             (detail::place<std::remove_cvref_t<Ts>>(s, slot, existed[I],
                                                     std::forward<Ts>(components)),
              ...);
-        }(std::index_sequence_for<Ts...>{});
+        }
+        (std::index_sequence_for<Ts...>{});
     }
 }
 
@@ -181,8 +182,7 @@ void World::add(Entity e) {
 }
 
 template <class... Ts>
-    requires(sizeof...(Ts) > 0)
-bool World::remove(Entity e) {
+requires(sizeof...(Ts) > 0) bool World::remove(Entity e) {
     if constexpr (sizeof...(Ts) == 1) {
         return storage_->remove_one(e, component_id<Ts...>(), "World::remove");
     } else {
@@ -192,8 +192,7 @@ bool World::remove(Entity e) {
 }
 
 template <class... Ts>
-    requires(sizeof...(Ts) > 0)
-bool World::has(Entity e) const noexcept {
+requires(sizeof...(Ts) > 0) bool World::has(Entity e) const noexcept {
     const detail::EntityRecord* r = storage_->record(e);
     if (r == nullptr) return false;
     const detail::Archetype& a = storage_->archetype(r->archetype);
@@ -204,15 +203,16 @@ template <class T>
 [[gnu::always_inline]] inline T& World::checked(Entity e, const char* op) const {
     const ComponentId id = component_id<T>();
     const detail::EntityRecord* r = storage_->matching_record(e);
-    if (r == nullptr) [[unlikely]] detail::throw_lookup(*storage_, op, e, id);
+    if (r == nullptr) [[unlikely]]
+        detail::throw_lookup(*storage_, op, e, id);
     std::byte* data = storage_->column_data(id, r->archetype);
-    if (data == nullptr) [[unlikely]] detail::throw_lookup(*storage_, op, e, id);
+    if (data == nullptr) [[unlikely]]
+        detail::throw_lookup(*storage_, op, e, id);
     return reinterpret_cast<T*>(data)[r->row];
 }
 
 template <class... Ts>
-    requires(sizeof...(Ts) > 0)
-[[gnu::always_inline]] inline auto World::get(Entity e) const {
+requires(sizeof...(Ts) > 0) [[gnu::always_inline]] inline auto World::get(Entity e) const {
     if constexpr (sizeof...(Ts) > 1) {
         return std::tuple<Ts...>{get<Ts>(e)...};
     } else {
