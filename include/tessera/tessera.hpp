@@ -6,4 +6,5 @@
 #include <tessera/entity.hpp>
 #include <tessera/error.hpp>
 #include <tessera/fwd.hpp>
+#include <tessera/query.hpp>
 #include <tessera/world.hpp>

@@ -18,6 +18,10 @@ namespace tessera {
 namespace detail {
 class Storage;
 }
+template <class... Terms>
+class Query;
+struct QuerySpec;
+class Chunk;
 
 /// The container of entities and their components.
 ///
@@ -144,6 +148,23 @@ public:
     /// Records `T`'s `ComponentInfo` in this world up front (otherwise done on first use).
     template <class T>
     ComponentId register_component();
+
+    // ----- queries (query.hpp) -----
+
+    /// A cached query over `Terms...` (`T&`, `const T&`, `T*`, `const T*`, `Entity`); add
+    /// filters with its builder members. Defined in query.hpp.
+    template <class... Terms>
+    Query<Terms...> query();
+
+    /// Runs `fn` over every entity that has the components its parameters name (`T&`,
+    /// `const T&`, optional `T*`; a leading `Entity` receives the entity). A one-off query:
+    /// it matches the archetypes on every call, so keep a `Query` for loops that run each frame.
+    template <class F>
+    void each(F&& fn);
+
+    /// Clears `out` and fills it with a `Chunk` per non-empty archetype matching `spec`. Once
+    /// `out` has grown to the number of matches it allocates nothing. O(archetypes).
+    void collect_chunks(const QuerySpec& spec, std::vector<Chunk>& out);
 
     // ----- ticks and introspection -----
 

@@ -11,6 +11,7 @@
 #include <tessera/component.hpp>
 #include <tessera/entity.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory_resource>
@@ -326,9 +327,18 @@ public:
     /// Stamps every tracked column of `slot`'s row as added (new row).
     void stamp_row_added(RowSlot slot) noexcept;
 
+    /// Number of archetypes including the sentinel (indices are below this).
+    [[nodiscard]] std::size_t archetype_slots() const noexcept { return archetypes_.size(); }
     /// Every live entity, archetype by archetype, row by row.
     [[nodiscard]] std::vector<Entity> entities() const;
 
+    /// Stamps the changed tick of every row of `id`'s column in `a` (when tracked).
+    void stamp_column(Archetype& a, ComponentId id) const noexcept {
+        const std::int32_t c = a.slot(id);
+        if (c < 0) return;
+        const Column& col = a.columns[static_cast<std::uint32_t>(c)];
+        if (col.changed != nullptr) std::fill_n(col.changed, a.size, tick_);
+    }
     /// Stamps the changed tick of `id` at `slot` when tracked.
     void stamp_changed(const Archetype& a, std::uint32_t row, std::int32_t column) const noexcept {
         const Column& col = a.columns[static_cast<std::uint32_t>(column)];

@@ -1,0 +1,561 @@
+/// @file query.hpp
+/// Queries: cached archetype matching, typed iteration (`each`, `each_chunk`, `chunks`), the
+/// untyped `QuerySpec` + `World::collect_chunks` path, and `Chunk`.
+///
+/// **Invalidation.** A `Chunk`, and every span or reference obtained from one or from an `each`
+/// callback, points into an archetype table: it stays valid until the next structural change
+/// (spawn, despawn, add, remove) in the world. A query object itself stays valid across
+/// structural changes and world moves; archetypes created after it are matched the next time it
+/// runs.
+#pragma once
+
+#include <tessera/detail/storage.hpp>
+#include <tessera/detail/type_list.hpp>
+#include <tessera/world.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory_resource>
+#include <span>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace tessera {
+
+/// An untyped description of which archetypes match: every component of `all`, none of `none`,
+/// and at least one of `any` (when not empty). Cheap to keep in a system's state; aggregate, so
+/// `QuerySpec{.all = {...}, .none = {...}}` works too.
+struct QuerySpec {
+    std::vector<ComponentId> all;   ///< required components
+    std::vector<ComponentId> any;   ///< at least one of these, when not empty
+    std::vector<ComponentId> none;  ///< excluded components
+
+    /// Requires every one of `Ts`.
+    template <class... Ts>
+    QuerySpec& with() {
+        (all.push_back(component_id<Ts>()), ...);
+        return *this;
+    }
+    /// Excludes archetypes with any of `Ts`.
+    template <class... Ts>
+    QuerySpec& without() {
+        (none.push_back(component_id<Ts>()), ...);
+        return *this;
+    }
+    /// Requires at least one of `Ts`.
+    template <class... Ts>
+    QuerySpec& any_of() {
+        (any.push_back(component_id<Ts>()), ...);
+        return *this;
+    }
+    /// Whether archetype `a` matches.
+    [[nodiscard]] bool matches(const detail::Archetype& a) const noexcept;
+};
+
+/// The rows of one archetype that a query matched: typed column access by row.
+///
+/// Valid until the next structural change. Columns of components the chunk lacks are empty
+/// spans (`has<T>()` tells).
+class Chunk {
+public:
+    Chunk() = default;
+    Chunk(detail::Storage& storage, detail::Archetype& archetype) noexcept
+        : storage_(&storage), archetype_(&archetype) {}
+
+    /// Number of rows.
+    [[nodiscard]] std::size_t count() const noexcept { return archetype_->size; }
+    /// The entity of each row.
+    [[nodiscard]] std::span<const Entity> entities() const noexcept {
+        return {archetype_->entities, archetype_->size};
+    }
+    /// Whether the chunk's entities have `T` (tags included).
+    template <class T>
+    [[nodiscard]] bool has() const noexcept {
+        return archetype_->contains(component_id<T>());
+    }
+    /// The column of `T` (`column<const T>()` for read-only access); empty when absent or a tag.
+    /// Writing through it stamps nothing: call `mark_changed`.
+    template <class T>
+    [[nodiscard]] std::span<T> column() const noexcept {
+        std::byte* data =
+            storage_->column_data(component_id<std::remove_const_t<T>>(), archetype_->index);
+        if (data == nullptr) return {};
+        return {reinterpret_cast<T*>(data), archetype_->size};
+    }
+    /// Stamps the changed tick of `T` at `row` with the current tick (when `T` is tracked).
+    template <class T>
+    void mark_changed(std::size_t row) const noexcept {
+        const std::int32_t c = archetype_->slot(component_id<T>());
+        if (c >= 0) storage_->stamp_changed(*archetype_, static_cast<std::uint32_t>(row), c);
+    }
+    /// Whether `T` at `row` was written after `tick` (strictly). Turns on tracking for `T`.
+    /// Precondition: `has<T>()`.
+    template <class T>
+    [[nodiscard]] bool changed_since(std::size_t row, std::uint64_t tick) const {
+        return tick_of<T>(row, false) > tick;
+    }
+    /// Whether `T` at `row` was added after `tick` (strictly). Turns on tracking for `T`.
+    template <class T>
+    [[nodiscard]] bool added_since(std::size_t row, std::uint64_t tick) const {
+        return tick_of<T>(row, true) > tick;
+    }
+
+    /// The table behind the chunk, for the library's own modules.
+    [[nodiscard]] detail::Archetype& archetype() const noexcept { return *archetype_; }
+
+private:
+    template <class T>
+    std::uint64_t tick_of(std::size_t row, bool added) const {
+        static_assert(detail::track_changes_v<T>,
+                      "tessera: T has component_traits<T>::track_changes = false");
+        const ComponentId id = component_id<T>();
+        storage_->track(id);
+        const detail::Column& c =
+            archetype_->columns[static_cast<std::uint32_t>(archetype_->slot(id))];
+        return added ? c.added[row] : c.changed[row];
+    }
+
+    detail::Storage* storage_ = nullptr;
+    detail::Archetype* archetype_ = nullptr;
+};
+
+namespace detail {
+
+/// A change filter: rows whose `id` was changed (or added) after a tick.
+struct ChangeFilter {
+    ComponentId id;
+    bool added = false;          ///< test the added tick instead of the changed tick
+    bool since_last_run = true;  ///< the tick is the query's previous run; else `tick`
+    std::uint64_t tick = 0;
+};
+
+/// The untyped part of a query: what it matches and the archetypes it has matched so far.
+class QueryState {
+public:
+    explicit QueryState(Storage& storage)
+        : storage_(&storage), matched_(storage.resource()), filters_(storage.resource()) {}
+
+    QuerySpec spec;
+
+    /// Matches the archetypes created since the last call (allocates only when there are new
+    /// matches), then returns the matched archetype indices.
+    std::span<const std::uint32_t> update();
+    /// Adds a change filter (turns tracking on for its component).
+    void add_filter(ChangeFilter f);
+    [[nodiscard]] std::span<const ChangeFilter> filters() const noexcept { return filters_; }
+    /// Whether `row` of `a` passes every change filter, given this run's last-run tick.
+    [[nodiscard]] bool passes(const Archetype& a, std::uint32_t row) const noexcept;
+    /// Called when a run starts and ends: "since the last run" bookkeeping.
+    void begin_run() noexcept;
+    void end_run() noexcept;
+    /// Forgets the matches (the spec changed).
+    void reset() noexcept {
+        matched_.clear();
+        seen_ = 0;
+    }
+    [[nodiscard]] Storage& storage() const noexcept { return *storage_; }
+
+private:
+    Storage* storage_;
+    std::pmr::vector<std::uint32_t> matched_;
+    std::pmr::vector<ChangeFilter> filters_;
+    std::size_t seen_ = 0;           ///< archetypes examined so far
+    std::uint64_t last_run_ = 0;     ///< tick at the end of the previous run
+    std::uint64_t run_since_ = 0;    ///< last_run_ as of this run's start
+    bool since_last_run_ = false;    ///< some filter is "since the last run"
+};
+
+/// What a query term is: `T&` (write), `const T&` (read), `T*`/`const T*` (optional), `Entity`.
+template <class Term>
+struct term_traits {
+    static_assert(std::is_reference_v<Term> || std::is_pointer_v<Term>,
+                  "tessera: a query term is T&, const T&, T*, const T* or tessera::Entity");
+};
+template <class T>
+struct term_traits<T&> {
+    using component = std::remove_const_t<T>;
+    static constexpr bool required = true;
+    static constexpr bool writes = !std::is_const_v<T>;
+    static constexpr bool entity = false;
+    using pointer = T*;
+    using span = std::span<T>;
+};
+template <class T>
+struct term_traits<T*> {
+    using component = std::remove_const_t<T>;
+    static constexpr bool required = false;
+    static constexpr bool writes = !std::is_const_v<T>;
+    static constexpr bool entity = false;
+    using pointer = T*;
+    using span = std::span<T>;
+};
+template <>
+struct term_traits<Entity> {
+    using component = void;
+    static constexpr bool required = false;
+    static constexpr bool writes = false;
+    static constexpr bool entity = true;
+    using pointer = const Entity*;
+    using span = std::span<const Entity>;
+};
+
+/// The base pointer of a term's column in `a` (null for an absent optional term).
+template <class Term>
+typename term_traits<Term>::pointer term_base(const Storage& s, const Archetype& a) noexcept {
+    using Tr = term_traits<Term>;
+    if constexpr (Tr::entity) {
+        return a.entities;
+    } else if constexpr (std::is_empty_v<typename Tr::component>) {
+        // A tag has no column: every row refers to one shared stand-in value.
+        static typename Tr::component tag{};
+        return a.contains(component_id<typename Tr::component>()) ? &tag : nullptr;
+    } else {
+        return reinterpret_cast<typename Tr::pointer>(
+            s.column_data(component_id<typename Tr::component>(), a.index));
+    }
+}
+
+/// The argument a term passes for row `i`.
+template <class Term>
+decltype(auto) term_arg(typename term_traits<Term>::pointer base, std::size_t i) noexcept {
+    using Tr = term_traits<Term>;
+    if constexpr (Tr::entity) {
+        return base[i];
+    } else if constexpr (std::is_empty_v<typename Tr::component>) {
+        if constexpr (Tr::required) return *base;
+        else return base;
+    } else if constexpr (Tr::required) {
+        return base[i];
+    } else {
+        return base == nullptr ? base : base + i;
+    }
+}
+
+/// Stamps the changed ticks of every row of `a` for each written (`T&`/`T*`) term.
+template <class... Terms>
+void stamp_written(Storage& s, Archetype& a) noexcept {
+    if (!a.tracked) return;
+    (
+        [&] {
+            using Tr = term_traits<Terms>;
+            if constexpr (Tr::writes && !Tr::entity && !std::is_empty_v<typename Tr::component>) {
+                s.stamp_column(a, component_id<typename Tr::component>());
+            }
+        }(),
+        ...);
+}
+
+/// Whether `F` takes a leading `Entity` before the terms.
+template <class F, class... Terms>
+inline constexpr bool takes_entity_v = std::is_invocable_v<F&, Entity, Terms...>;
+
+}  // namespace detail
+
+/// A cached query over `Terms...` (`T&`, `const T&`, `T*`, `const T*`, `Entity`).
+///
+/// Building it matches the existing archetypes once; archetypes created later are matched
+/// incrementally when it next runs, so iterating allocates nothing in a steady state. Filters
+/// are added with the builder members before the first run. A query belongs to one world and
+/// must not outlive it; it stays valid across structural changes and moves of the world.
+template <class... Terms>
+class Query {
+public:
+    explicit Query(detail::Storage& storage) : state_(storage) {
+        (
+            [&] {
+                using Tr = detail::term_traits<Terms>;
+                if constexpr (!Tr::entity) {
+                    storage.ensure_component(component_id<typename Tr::component>());
+                    if constexpr (Tr::required) {
+                        state_.spec.all.push_back(component_id<typename Tr::component>());
+                    }
+                }
+            }(),
+            ...);
+    }
+
+    /// Requires every one of `Ts` (not passed to the callback).
+    template <class... Ts>
+    Query& with() & {
+        (state_.spec.all.push_back(component_id<Ts>()), ...);
+        state_.reset();
+        return *this;
+    }
+    template <class... Ts>
+    Query&& with() && {
+        return std::move(with<Ts...>());
+    }
+    /// Excludes entities that have any of `Ts`.
+    template <class... Ts>
+    Query& without() & {
+        (state_.spec.none.push_back(component_id<Ts>()), ...);
+        state_.reset();
+        return *this;
+    }
+    template <class... Ts>
+    Query&& without() && {
+        return std::move(without<Ts...>());
+    }
+    /// Requires at least one of `Ts`.
+    template <class... Ts>
+    Query& any() & {
+        (state_.spec.any.push_back(component_id<Ts>()), ...);
+        state_.reset();
+        return *this;
+    }
+    template <class... Ts>
+    Query&& any() && {
+        return std::move(any<Ts...>());
+    }
+    /// Visits only rows whose `T` changed since this query's previous run (every row on the
+    /// first run). A run with such a filter advances the world tick by one when it ends, so a
+    /// write made after a run is seen by the next run exactly once. Turns tracking on for `T`.
+    template <class T>
+    Query& changed() & {
+        return filter<T>(false, true, 0);
+    }
+    template <class T>
+    Query&& changed() && {
+        return std::move(changed<T>());
+    }
+    /// Visits only rows whose `T` was added since this query's previous run.
+    template <class T>
+    Query& added() & {
+        return filter<T>(true, true, 0);
+    }
+    template <class T>
+    Query&& added() && {
+        return std::move(added<T>());
+    }
+    /// Visits only rows whose `T` changed after `tick` (strictly).
+    template <class T>
+    Query& changed_since(std::uint64_t tick) & {
+        return filter<T>(false, false, tick);
+    }
+    template <class T>
+    Query&& changed_since(std::uint64_t tick) && {
+        return std::move(changed_since<T>(tick));
+    }
+    /// Visits only rows whose `T` was added after `tick` (strictly).
+    template <class T>
+    Query& added_since(std::uint64_t tick) & {
+        return filter<T>(true, false, tick);
+    }
+    template <class T>
+    Query&& added_since(std::uint64_t tick) && {
+        return std::move(added_since<T>(tick));
+    }
+
+    /// Calls `fn(terms...)` or `fn(entity, terms...)` for every matching row, archetype by
+    /// archetype in creation order, rows in table order. `T&` terms stamp the changed tick of
+    /// the rows visited (when `T` is tracked). Allocates nothing in a steady state.
+    template <class F>
+    void each(F&& fn) {
+        constexpr bool with_entity = detail::takes_entity_v<F, Terms...>;
+        static_assert(with_entity || std::is_invocable_v<F&, Terms...>,
+                      "tessera: Query::each's callback must take the query's terms, optionally "
+                      "after a leading tessera::Entity");
+        detail::Storage& s = state_.storage();
+        const std::span<const std::uint32_t> matched = state_.update();
+        state_.begin_run();
+        const bool filtered = !state_.filters().empty();
+        for (const std::uint32_t index : matched) {
+            detail::Archetype& a = s.archetype(index);
+            const std::uint32_t n = a.size;
+            if (n == 0) continue;
+            const std::tuple<typename detail::term_traits<Terms>::pointer...> bases{
+                detail::term_base<Terms>(s, a)...};
+            if (!filtered) {
+                detail::stamp_written<Terms...>(s, a);
+                run_rows<with_entity>(fn, a, bases, n, std::index_sequence_for<Terms...>{});
+            } else {
+                for (std::uint32_t i = 0; i < n; ++i) {
+                    if (!state_.passes(a, i)) continue;
+                    stamp_row(s, a, i);
+                    call<with_entity>(fn, a, bases, i, std::index_sequence_for<Terms...>{});
+                }
+            }
+        }
+        state_.end_run();
+    }
+
+    /// Calls `fn(chunk, spans...)` once per non-empty matching archetype, with one span per
+    /// term (`std::span<T>` for `T&`/`T*` terms, empty when an optional one is absent;
+    /// `std::span<const Entity>` for `Entity`). Change filters are not applied per row here
+    /// (use `Chunk::changed_since`); `T&` terms stamp the whole chunk.
+    template <class F>
+    void each_chunk(F&& fn) {
+        detail::Storage& s = state_.storage();
+        const std::span<const std::uint32_t> matched = state_.update();
+        state_.begin_run();
+        for (const std::uint32_t index : matched) {
+            detail::Archetype& a = s.archetype(index);
+            if (a.size == 0) continue;
+            detail::stamp_written<Terms...>(s, a);
+            Chunk chunk(s, a);
+            fn(chunk, span_of<Terms>(s, a)...);
+        }
+        state_.end_run();
+    }
+
+    /// A range over the non-empty matching archetypes as `Chunk`s. Hold it only for the loop:
+    /// `T&` terms stamp each chunk when the loop reaches it.
+    class ChunkRange {
+    public:
+        class iterator {
+        public:
+            using value_type = Chunk;
+            using difference_type = std::ptrdiff_t;
+            iterator() = default;
+            iterator(Query* q, std::span<const std::uint32_t> m, std::size_t i)
+                : query_(q), matched_(m), i_(i) {
+                settle();
+            }
+            Chunk& operator*() noexcept { return chunk_; }
+            Chunk* operator->() noexcept { return &chunk_; }
+            iterator& operator++() {
+                ++i_;
+                settle();
+                return *this;
+            }
+            void operator++(int) { ++*this; }
+            bool operator==(const iterator& o) const noexcept { return i_ == o.i_; }
+
+        private:
+            void settle() {
+                detail::Storage& s = query_->state_.storage();
+                while (i_ < matched_.size() && s.archetype(matched_[i_]).size == 0) ++i_;
+                if (i_ < matched_.size()) {
+                    detail::Archetype& a = s.archetype(matched_[i_]);
+                    detail::stamp_written<Terms...>(s, a);
+                    chunk_ = Chunk(s, a);
+                }
+            }
+            Query* query_ = nullptr;
+            std::span<const std::uint32_t> matched_;
+            std::size_t i_ = 0;
+            Chunk chunk_;
+        };
+        explicit ChunkRange(Query& q) : query_(&q), matched_(q.state_.update()) {}
+        iterator begin() { return iterator(query_, matched_, 0); }
+        iterator end() { return iterator(query_, matched_, matched_.size()); }
+
+    private:
+        Query* query_;
+        std::span<const std::uint32_t> matched_;
+    };
+
+    /// The matching archetypes as chunks, for a range-for.
+    ChunkRange chunks() { return ChunkRange(*this); }
+
+    /// Number of matching entities (change filters are not applied). O(matched archetypes).
+    [[nodiscard]] std::size_t count() {
+        std::size_t n = 0;
+        detail::Storage& s = state_.storage();
+        for (const std::uint32_t index : state_.update()) n += s.archetype(index).size;
+        return n;
+    }
+
+    /// The untyped spec the query matches with (its terms and filters).
+    [[nodiscard]] const QuerySpec& spec() const noexcept { return state_.spec; }
+
+private:
+    template <class T>
+    Query& filter(bool added, bool since_last_run, std::uint64_t tick) {
+        static_assert(detail::track_changes_v<T>,
+                      "tessera: a change filter on a type with component_traits<T>::"
+                      "track_changes = false");
+        static_assert(!std::is_empty_v<T>, "tessera: tags carry no change ticks");
+        // A row without T has no T to change: the filter implies with<T>().
+        state_.add_filter({component_id<T>(), added, since_last_run, tick});
+        state_.spec.all.push_back(component_id<T>());
+        state_.reset();
+        return *this;
+    }
+
+    template <class Term>
+    static typename detail::term_traits<Term>::span span_of(detail::Storage& s,
+                                                             detail::Archetype& a) noexcept {
+        using Tr = detail::term_traits<Term>;
+        auto base = detail::term_base<Term>(s, a);
+        if constexpr (Tr::entity) {
+            return {base, a.size};
+        } else {
+            if (base == nullptr) return {};
+            return {base, std::is_empty_v<typename Tr::component> ? 1u : a.size};
+        }
+    }
+
+    void stamp_row(detail::Storage& s, detail::Archetype& a, std::uint32_t row) noexcept {
+        if (!a.tracked) return;
+        (
+            [&] {
+                using Tr = detail::term_traits<Terms>;
+                if constexpr (Tr::writes && !Tr::entity &&
+                              !std::is_empty_v<typename Tr::component>) {
+                    const std::int32_t c = a.slot(component_id<typename Tr::component>());
+                    if (c >= 0) s.stamp_changed(a, row, c);
+                }
+            }(),
+            ...);
+    }
+
+    template <bool WithEntity, class F, class Bases, std::size_t... I>
+    static void call(F& fn, const detail::Archetype& a, const Bases& bases, std::uint32_t i,
+                     std::index_sequence<I...>) {
+        if constexpr (WithEntity) {
+            fn(a.entities[i], detail::term_arg<Terms>(std::get<I>(bases), i)...);
+        } else {
+            fn(detail::term_arg<Terms>(std::get<I>(bases), i)...);
+        }
+    }
+
+    template <bool WithEntity, class F, class Bases, std::size_t... I>
+    static void run_rows(F& fn, const detail::Archetype& a, const Bases& bases, std::uint32_t n,
+                         std::index_sequence<I...> seq) {
+        // Column bases live in locals so the compiler keeps them in registers and vectorises.
+        const Entity* const entities = a.entities;
+        const std::tuple<typename detail::term_traits<Terms>::pointer...> local = bases;
+        for (std::uint32_t i = 0; i < n; ++i) {
+            if constexpr (WithEntity) {
+                fn(entities[i], detail::term_arg<Terms>(std::get<I>(local), i)...);
+            } else {
+                fn(detail::term_arg<Terms>(std::get<I>(local), i)...);
+            }
+        }
+        (void)seq;
+    }
+
+    detail::QueryState state_;
+};
+
+namespace detail {
+/// The query terms a callback's parameters name: `T&`, `const T&`, `T*`, `const T*`; a leading
+/// `Entity` is the entity, not a term.
+template <class Args>
+struct terms_of;
+template <class... A>
+struct terms_of<std::tuple<A...>> {
+    using type = Query<A...>;
+};
+template <class... A>
+struct terms_of<std::tuple<Entity, A...>> {
+    using type = Query<A...>;
+};
+}  // namespace detail
+
+template <class... Terms>
+Query<Terms...> World::query() {
+    return Query<Terms...>(*storage_);
+}
+
+template <class F>
+void World::each(F&& fn) {
+    using Q = typename detail::terms_of<detail::callable_args_t<F>>::type;
+    Q q(*storage_);
+    q.each(fn);
+}
+
+}  // namespace tessera

@@ -1,0 +1,67 @@
+// Query matching and the "since the last run" bookkeeping of change filters.
+#include <tessera/query.hpp>
+
+#include <algorithm>
+
+namespace tessera {
+
+bool QuerySpec::matches(const detail::Archetype& a) const noexcept {
+    for (ComponentId id : all) {
+        if (!a.contains(id)) return false;
+    }
+    for (ComponentId id : none) {
+        if (a.contains(id)) return false;
+    }
+    if (any.empty()) return true;
+    return std::any_of(any.begin(), any.end(), [&](ComponentId id) { return a.contains(id); });
+}
+
+void World::collect_chunks(const QuerySpec& spec, std::vector<Chunk>& out) {
+    out.clear();
+    detail::Storage& s = *storage_;
+    // Index 0 is the sentinel of free entity slots: never a match.
+    for (std::size_t i = 1; i < s.archetype_slots(); ++i) {
+        detail::Archetype& a = s.archetype(static_cast<std::uint32_t>(i));
+        if (a.size != 0 && spec.matches(a)) out.emplace_back(s, a);
+    }
+}
+
+namespace detail {
+
+std::span<const std::uint32_t> QueryState::update() {
+    const std::size_t total = storage_->archetype_slots();
+    if (seen_ == 0) seen_ = 1;  // skip the sentinel
+    for (; seen_ < total; ++seen_) {
+        const Archetype& a = storage_->archetype(static_cast<std::uint32_t>(seen_));
+        if (spec.matches(a)) matched_.push_back(a.index);  // may throw: seen_ not advanced
+    }
+    return matched_;
+}
+
+void QueryState::add_filter(ChangeFilter f) {
+    storage_->track(f.id);
+    filters_.push_back(f);
+    since_last_run_ = since_last_run_ || f.since_last_run;
+}
+
+bool QueryState::passes(const Archetype& a, std::uint32_t row) const noexcept {
+    for (const ChangeFilter& f : filters_) {
+        const Column& c = a.columns[static_cast<std::uint32_t>(a.slot(f.id))];
+        const std::uint64_t t = f.added ? c.added[row] : c.changed[row];
+        if (t <= (f.since_last_run ? run_since_ : f.tick)) return false;
+    }
+    return true;
+}
+
+void QueryState::begin_run() noexcept { run_since_ = last_run_; }
+
+void QueryState::end_run() noexcept {
+    if (!since_last_run_) return;
+    // Everything written so far is stamped with at most the current tick; moving past it makes
+    // the next run see exactly the writes that come after this one.
+    last_run_ = storage_->tick();
+    storage_->advance_tick();
+}
+
+}  // namespace detail
+}  // namespace tessera
