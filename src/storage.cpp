@@ -592,6 +592,25 @@ bool Storage::remove(Entity e, std::span<const ComponentId> ids, const char* op)
     return true;
 }
 
+[[noreturn]] void throw_missing(const char* op, Entity e, ComponentId id);
+
+std::uint8_t& Storage::enable_flag(Entity e, ComponentId id, const char* op) const {
+    const ComponentInfo& ci = component_info(id);
+    if (!ci.enableable || ci.is_tag()) {
+        throw Error(errc::not_enableable,
+                    std::string(op) + "<" + std::string(ci.name) + ">: " + std::string(ci.name) +
+                        (ci.is_tag() ? " is a tag; tags can't be enableable"
+                                     : " is not enableable (specialise "
+                                       "tessera::component_traits with enableable = true)"));
+    }
+    const EntityRecord* r = record(e);
+    if (r == nullptr) throw_not_alive(op, e, id);
+    const Archetype& a = *archetypes_[r->archetype];
+    const std::int32_t c = a.slot(id);
+    if (c < 0) throw_missing(op, e, id);
+    return a.columns[static_cast<std::uint32_t>(c)].enabled[r->row];
+}
+
 std::vector<Entity> Storage::entities() const {
     std::vector<Entity> out;
     out.reserve(alive_);

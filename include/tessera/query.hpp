@@ -11,11 +11,16 @@
 
 #include <tessera/detail/storage.hpp>
 #include <tessera/detail/type_list.hpp>
+#include <tessera/error.hpp>
 #include <tessera/world.hpp>
 
+#include <algorithm>
 #include <cstddef>
+#include <iterator>
+#include <string>
 #include <cstdint>
 #include <memory_resource>
+#include <optional>
 #include <span>
 #include <tuple>
 #include <type_traits>
@@ -83,6 +88,21 @@ public:
             storage_->column_data(component_id<std::remove_const_t<T>>(), archetype_->index);
         if (data == nullptr) return {};
         return {reinterpret_cast<T*>(data), archetype_->size};
+    }
+    /// One byte per row, 1 = enabled, for an enableable `T`; empty when the chunk lacks `T`.
+    /// Chunk loops don't skip disabled rows: they test these flags. @throws
+    /// Error(not_enableable) unless `component_traits<T>::enableable`.
+    template <class T>
+    [[nodiscard]] std::span<const std::uint8_t> enabled() const {
+        const ComponentId id = component_id<T>();
+        if (!detail::enableable_v<T> || std::is_empty_v<T>) {
+            throw Error(errc::not_enableable, "Chunk::enabled<" +
+                                                  std::string(component_info(id).name) +
+                                                  ">: the component is not enableable");
+        }
+        const std::int32_t c = archetype_->slot(id);
+        if (c < 0) return {};
+        return {archetype_->columns[static_cast<std::uint32_t>(c)].enabled, archetype_->size};
     }
     /// Stamps the changed tick of `T` at `row` with the current tick (when `T` is tracked).
     template <class T>
@@ -247,6 +267,22 @@ void stamp_written(Storage& s, Archetype& a) noexcept {
         ...);
 }
 
+/// The enable flags of a term's column in `a`, or null when the term's component is not
+/// enableable, absent, or the term is an entity.
+template <class Term>
+const std::uint8_t* term_flags(const Archetype& a) noexcept {
+    using Tr = term_traits<Term>;
+    if constexpr (Tr::entity) {
+        return nullptr;
+    } else if constexpr (!enableable_v<typename Tr::component> ||
+                         std::is_empty_v<typename Tr::component>) {
+        return nullptr;
+    } else {
+        const std::int32_t c = a.slot(component_id<typename Tr::component>());
+        return c < 0 ? nullptr : a.columns[static_cast<std::uint32_t>(c)].enabled;
+    }
+}
+
 /// Whether `F` takes a leading `Entity` before the terms.
 template <class F, class... Terms>
 inline constexpr bool takes_entity_v = std::is_invocable_v<F&, Entity, Terms...>;
@@ -367,7 +403,18 @@ public:
             if (n == 0) continue;
             const std::tuple<typename detail::term_traits<Terms>::pointer...> bases{
                 detail::term_base<Terms>(s, a)...};
-            if (!filtered) {
+            const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
+            const bool gated =
+                a.enableable && std::any_of(std::begin(flags), std::end(flags),
+                                            [](const std::uint8_t* f) { return f != nullptr; });
+            if (gated) {
+                // Some term's component is enableable here: test every row's flags.
+                for (std::uint32_t i = 0; i < n; ++i) {
+                    if (!enabled_row(flags, i) || (filtered && !state_.passes(a, i))) continue;
+                    stamp_row(s, a, i);
+                    call<with_entity>(fn, a, bases, i, std::index_sequence_for<Terms...>{});
+                }
+            } else if (!filtered) {
                 detail::stamp_written<Terms...>(s, a);
                 run_rows<with_entity>(fn, a, bases, n, std::index_sequence_for<Terms...>{});
             } else {
@@ -438,17 +485,28 @@ public:
             std::size_t i_ = 0;
             Chunk chunk_;
         };
+        /// A range over `q`, which must outlive it.
         explicit ChunkRange(Query& q) : query_(&q), matched_(q.state_.update()) {}
+        /// A range that owns a temporary query (`world.query<...>().chunks()` in a range-for).
+        explicit ChunkRange(Query&& q) : owned_(std::move(q)) {
+            query_ = &*owned_;
+            matched_ = query_->state_.update();
+        }
+        ChunkRange(const ChunkRange&) = delete;
+        ChunkRange& operator=(const ChunkRange&) = delete;
         iterator begin() { return iterator(query_, matched_, 0); }
         iterator end() { return iterator(query_, matched_, matched_.size()); }
 
     private:
-        Query* query_;
+        std::optional<Query> owned_;
+        Query* query_ = nullptr;
         std::span<const std::uint32_t> matched_;
     };
 
     /// The matching archetypes as chunks, for a range-for.
-    ChunkRange chunks() { return ChunkRange(*this); }
+    ChunkRange chunks() & { return ChunkRange(*this); }
+    /// The same for a temporary query: the range keeps it alive for the loop.
+    ChunkRange chunks() && { return ChunkRange(std::move(*this)); }
 
     /// Number of matching entities (change filters are not applied). O(matched archetypes).
     [[nodiscard]] std::size_t count() {
@@ -486,6 +544,13 @@ private:
             if (base == nullptr) return {};
             return {base, std::is_empty_v<typename Tr::component> ? 1u : a.size};
         }
+    }
+
+    static bool enabled_row(const std::uint8_t* const* flags, std::uint32_t row) noexcept {
+        for (std::size_t k = 0; k < sizeof...(Terms); ++k) {
+            if (flags[k] != nullptr && flags[k][row] == 0) return false;
+        }
+        return true;
     }
 
     void stamp_row(detail::Storage& s, detail::Archetype& a, std::uint32_t row) noexcept {

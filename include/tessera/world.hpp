@@ -145,6 +145,19 @@ public:
     template <class T>
     std::uint64_t added_tick(Entity e);
 
+    /// Turns `e`'s `T` on or off. A disabled component stays on the entity (`has` is true, the
+    /// archetype is unchanged, its value is kept); `each` skips rows where a component named by
+    /// its terms is disabled; chunk loops see the flags (`Chunk::enabled<T>()`). Never moves a
+    /// row, fires no event. @throws Error(not_enableable) unless
+    /// `component_traits<T>::enableable` (tags can't be enableable), Error(not_alive),
+    /// Error(missing_component)
+    template <class T>
+    void enable(Entity e, bool on = true);
+
+    /// Whether `e`'s `T` is enabled. @throws like `enable`.
+    template <class T>
+    [[nodiscard]] bool is_enabled(Entity e) const;
+
     /// Records `T`'s `ComponentInfo` in this world up front (otherwise done on first use).
     template <class T>
     ComponentId register_component();

@@ -327,6 +327,9 @@ public:
     /// Stamps every tracked column of `slot`'s row as added (new row).
     void stamp_row_added(RowSlot slot) noexcept;
 
+    /// The enable flag of `id` for `e` (checks enableable, alive, present; `op` names the call
+    /// in errors).
+    std::uint8_t& enable_flag(Entity e, ComponentId id, const char* op) const;
     /// Number of archetypes including the sentinel (indices are below this).
     [[nodiscard]] std::size_t archetype_slots() const noexcept { return archetypes_.size(); }
     /// Every live entity, archetype by archetype, row by row.

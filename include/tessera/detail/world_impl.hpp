@@ -304,6 +304,16 @@ std::uint64_t World::added_tick(Entity e) {
 }
 
 template <class T>
+void World::enable(Entity e, bool on) {
+    storage_->enable_flag(e, component_id<T>(), "World::enable") = on ? 1 : 0;
+}
+
+template <class T>
+bool World::is_enabled(Entity e) const {
+    return storage_->enable_flag(e, component_id<T>(), "World::is_enabled") != 0;
+}
+
+template <class T>
 ComponentId World::register_component() {
     const ComponentId id = component_id<T>();
     storage_->ensure_component(id);
