@@ -3,6 +3,9 @@
 
 #include <algorithm>
 
+using tessera::detail::empty_archetype;
+using tessera::detail::pending_archetype;
+
 namespace tessera {
 
 bool QuerySpec::matches(const detail::Archetype& a) const noexcept {
@@ -20,9 +23,9 @@ void World::collect_chunks(const QuerySpec& spec, std::vector<Chunk>& out) {
     out.clear();
     detail::Storage& s = *storage_;
     // Index 0 is the sentinel of free entity slots: never a match.
-    for (std::size_t i = 1; i < s.archetype_slots(); ++i) {
+    for (std::size_t i = empty_archetype; i < s.archetype_slots(); ++i) {
         detail::Archetype& a = s.archetype(static_cast<std::uint32_t>(i));
-        if (a.size != 0 && spec.matches(a)) out.emplace_back(s, a);
+        if (a.size != 0 && spec.matches(a)) out.emplace_back(s, a);  // the pending table is empty
     }
 }
 
@@ -32,6 +35,7 @@ std::span<const std::uint32_t> QueryState::update() {
     const std::size_t total = storage_->archetype_slots();
     if (seen_ == 0) seen_ = 1;  // skip the sentinel
     for (; seen_ < total; ++seen_) {
+        if (seen_ == pending_archetype) continue;  // entities spawned while deferred: no rows
         const Archetype& a = storage_->archetype(static_cast<std::uint32_t>(seen_));
         if (spec.matches(a)) matched_.push_back(a.index);  // may throw: seen_ not advanced
     }

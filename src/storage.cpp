@@ -86,12 +86,19 @@ EdgeMap::Edge& EdgeMap::get(std::uint32_t key) {
 // ---------------------------------------------------------------------------------- Storage
 
 Storage::Storage(std::pmr::memory_resource* mr)
-    : mr_(mr), archetypes_(mr), components_(mr), set_index_(mr), bundles_(mr), bundle_slots_(mr) {
-    create_archetype({});  // dead_archetype: the sentinel of free entity slots
+    : mr_(mr),
+      archetypes_(mr),
+      components_(mr),
+      set_index_(mr),
+      bundles_(mr),
+      bundle_slots_(mr),
+      deferred_(mr) {
     try {
+        create_archetype({});  // dead_archetype: the sentinel of free entity slots
         create_archetype({});  // empty_archetype
+        create_archetype({});  // pending_archetype
     } catch (...) {
-        release_archetype(*archetypes_[0]);
+        for (Archetype* a : archetypes_) release_archetype(*a);
         throw;
     }
 }
@@ -205,7 +212,9 @@ Archetype& Storage::create_archetype(std::span<const ComponentId> ids) {
         wc.column_count = index + 1;
     }
     archetypes_.push_back(a);
-    if (a->index != dead_archetype) set_index_.push_back({hash_ids(ids), a->index});
+    if (a->index == empty_archetype || a->index >= first_user_archetype) {
+        set_index_.push_back({hash_ids(ids), a->index});
+    }
     return *a;
 }
 
@@ -514,9 +523,11 @@ inline void Storage::free_row(Archetype& a, std::uint32_t row) noexcept {
 bool Storage::despawn(Entity e) noexcept {
     if (record(e) == nullptr) return false;
     EntityRecord& r = record_data_[e.index];
-    Archetype& a = *archetypes_[r.archetype];
-    destroy_rows(a, r.row, 1);
-    free_row(a, r.row);
+    if (r.archetype != pending_archetype) {
+        Archetype& a = *archetypes_[r.archetype];
+        destroy_rows(a, r.row, 1);
+        free_row(a, r.row);
+    }
     r.archetype = dead_archetype;
     r.generation = r.generation + 1 == 0 ? 1 : r.generation + 1;
     r.row = free_head_;
@@ -549,7 +560,7 @@ RowSlot Storage::move_entity(Entity e, const EntityRecord& rec, Archetype& to) n
     }
     to.entities[dst] = e;
     ++to.size;
-    free_row(from, src);
+    if (from.index != pending_archetype) free_row(from, src);
     EntityRecord& r = record_data_[e.index];
     r.archetype = to.index;
     r.row = dst;
@@ -609,6 +620,71 @@ std::uint8_t& Storage::enable_flag(Entity e, ComponentId id, const char* op) con
     const std::int32_t c = a.slot(id);
     if (c < 0) throw_missing(op, e, id);
     return a.columns[static_cast<std::uint32_t>(c)].enabled[r->row];
+}
+
+Entity Storage::spawn_pending() {
+    reserve_records(1);
+    const std::uint32_t index = take_index();
+    EntityRecord& r = record_data_[index];
+    r.archetype = pending_archetype;
+    r.row = 0;
+    ++alive_;
+    return Entity{index, r.generation};
+}
+
+bool Storage::despawn_pending(Entity e) const noexcept {
+    for (const Command& c : deferred_.pending()) {
+        if (c.kind == Command::Kind::despawn && c.entity == e) return true;
+    }
+    return false;
+}
+
+void Storage::flush() {
+    while (Command* c = deferred_.front()) {
+        const EntityRecord* r = record(c->entity);
+        switch (c->kind) {
+            case Command::Kind::place:
+                if (r != nullptr && r->archetype == pending_archetype) {
+                    Archetype& empty = *archetypes_[empty_archetype];
+                    reserve_rows(empty, 1);
+                    move_entity(c->entity, *r, empty);
+                }
+                break;
+            case Command::Kind::despawn: despawn(c->entity); break;
+            case Command::Kind::remove:
+                if (r != nullptr) remove_one(c->entity, c->id, "World::remove");
+                break;
+            case Command::Kind::add:
+                if (r != nullptr) {
+                    bool existed = false;
+                    const RowSlot slot = prepare_add_one(c->entity, c->id, existed, "World::add");
+                    const std::int32_t col = slot.archetype->slot(c->id);
+                    if (col >= 0) {
+                        Column& column = slot.archetype->columns[static_cast<std::uint32_t>(col)];
+                        std::byte* dst = column.data + std::size_t{slot.row} * column.size;
+                        if (existed && column.destroy != nullptr) column.destroy(dst, 1);
+                        if (column.relocate != nullptr) column.relocate(dst, c->value, 1);
+                        else std::memcpy(dst, c->value, column.size);
+                        c->value = nullptr;  // moved into the table
+                        if (existed) stamp_changed(*slot.archetype, slot.row, col);
+                        else stamp_added(slot, col);
+                    }
+                }
+                break;
+        }
+        if (c->value != nullptr && c->info->destroy != nullptr) c->info->destroy(c->value, 1);
+        c->value = nullptr;
+        deferred_.pop();
+    }
+}
+
+void Storage::end_defer_noexcept() noexcept {
+    if (--defer_depth_ != 0 || deferred_.empty()) return;
+    try {
+        flush();
+    } catch (...) {
+        // The failing command and the rest stay queued; the next flush retries them.
+    }
 }
 
 std::vector<Entity> Storage::entities() const {

@@ -47,11 +47,44 @@ std::pmr::memory_resource* World::memory_resource() const noexcept {
 }
 
 Entity World::spawn() {
+    if (storage_->deferring()) [[unlikely]] return spawn_deferred();
     return storage_->spawn_empty();
 }
 
+Entity World::spawn_deferred() {
+    detail::Storage& s = *storage_;
+    s.deferred().reserve(1);
+    const Entity e = s.spawn_pending();
+    s.deferred().push(detail::Command::Kind::place, e);
+    return e;
+}
+
 bool World::despawn(Entity e) {
-    return storage_->despawn(e);
+    detail::Storage& s = *storage_;
+    if (s.deferring()) [[unlikely]] {
+        if (!is_alive(e) || s.despawn_pending(e)) return false;
+        s.deferred().reserve(1);
+        s.deferred().push(detail::Command::Kind::despawn, e);
+        return true;
+    }
+    return s.despawn(e);
+}
+
+bool World::despawn_pending(Entity e) const noexcept {
+    return storage_->despawn_pending(e);
+}
+
+bool World::remove_deferred(Entity e, std::span<const ComponentId> ids) {
+    detail::Storage& s = *storage_;
+    const detail::EntityRecord* r = s.record(e);
+    if (r == nullptr) detail::throw_not_alive("World::remove", e, ids[0]);
+    s.deferred().reserve(ids.size());
+    bool any = false;
+    for (ComponentId id : ids) {
+        any = any || s.archetype(r->archetype).contains(id);
+        s.deferred().push(detail::Command::Kind::remove, e, id);
+    }
+    return any;
 }
 
 bool World::is_alive(Entity e) const noexcept {

@@ -283,6 +283,25 @@ const std::uint8_t* term_flags(const Archetype& a) noexcept {
     }
 }
 
+/// Keeps the world deferring structural changes for a scope; the outermost scope applies them.
+class DeferScope {
+public:
+    explicit DeferScope(Storage& s) noexcept : s_(&s) { s.begin_defer(); }
+    DeferScope(const DeferScope&) = delete;
+    DeferScope& operator=(const DeferScope&) = delete;
+    /// Ends the scope, applying the queued changes (may throw; they stay queued then).
+    void close() {
+        Storage* s = std::exchange(s_, nullptr);
+        s->end_defer();
+    }
+    ~DeferScope() {
+        if (s_ != nullptr) s_->end_defer_noexcept();
+    }
+
+private:
+    Storage* s_;
+};
+
 /// Whether `F` takes a leading `Entity` before the terms.
 template <class F, class... Terms>
 inline constexpr bool takes_entity_v = std::is_invocable_v<F&, Entity, Terms...>;
@@ -395,6 +414,7 @@ public:
                       "after a leading tessera::Entity");
         detail::Storage& s = state_.storage();
         const std::span<const std::uint32_t> matched = state_.update();
+        detail::DeferScope defer(s);
         state_.begin_run();
         const bool filtered = !state_.filters().empty();
         for (const std::uint32_t index : matched) {
@@ -426,6 +446,7 @@ public:
             }
         }
         state_.end_run();
+        defer.close();
     }
 
     /// Calls `fn(chunk, spans...)` once per non-empty matching archetype, with one span per
@@ -436,6 +457,7 @@ public:
     void each_chunk(F&& fn) {
         detail::Storage& s = state_.storage();
         const std::span<const std::uint32_t> matched = state_.update();
+        detail::DeferScope defer(s);
         state_.begin_run();
         for (const std::uint32_t index : matched) {
             detail::Archetype& a = s.archetype(index);
@@ -445,10 +467,13 @@ public:
             fn(chunk, span_of<Terms>(s, a)...);
         }
         state_.end_run();
+        defer.close();
     }
 
     /// A range over the non-empty matching archetypes as `Chunk`s. Hold it only for the loop:
-    /// `T&` terms stamp each chunk when the loop reaches it.
+    /// `T&` terms stamp each chunk when the loop reaches it, and the world defers structural
+    /// changes until the range is destroyed (a change that fails then stays queued for the
+    /// next flush instead of throwing from a destructor).
     class ChunkRange {
     public:
         class iterator {
@@ -485,13 +510,18 @@ public:
             std::size_t i_ = 0;
             Chunk chunk_;
         };
-        /// A range over `q`, which must outlive it.
-        explicit ChunkRange(Query& q) : query_(&q), matched_(q.state_.update()) {}
+        /// A range over `q`, which must outlive it. The world defers structural changes while
+        /// the range lives; they are applied when it is destroyed.
+        explicit ChunkRange(Query& q) : query_(&q), matched_(q.state_.update()) {
+            q.state_.storage().begin_defer();
+        }
         /// A range that owns a temporary query (`world.query<...>().chunks()` in a range-for).
         explicit ChunkRange(Query&& q) : owned_(std::move(q)) {
             query_ = &*owned_;
             matched_ = query_->state_.update();
+            query_->state_.storage().begin_defer();
         }
+        ~ChunkRange() { query_->state_.storage().end_defer_noexcept(); }
         ChunkRange(const ChunkRange&) = delete;
         ChunkRange& operator=(const ChunkRange&) = delete;
         iterator begin() { return iterator(query_, matched_, 0); }

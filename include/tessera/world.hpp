@@ -36,6 +36,13 @@ class Chunk;
 /// included: a call that throws leaves entities, values, ticks and counts as they were (an
 /// empty archetype created on the way may stay).
 ///
+/// **Deferral.** While the world iterates (inside a query's `each`/`each_chunk`, or while a
+/// `chunks()` range is alive), `spawn`, `despawn`, `add` and `remove` are queued and applied,
+/// in order, when the outermost iteration ends: a spawned entity is alive at once but has no
+/// components until then; a despawned one stays alive and readable (`despawn_pending` tells); a
+/// queued change whose entity died before the flush is skipped. Reads and writes of values
+/// (`get`, `set`, `get_mut`) are never deferred.
+///
 /// **Threads.** A world belongs to one thread at a time. Distinct worlds are independent.
 ///
 /// **Memory.** All storage (tables, the entity index, metadata) comes from the memory resource
@@ -76,6 +83,10 @@ public:
     /// Despawns `e`, destroying its components. O(components). Returns false (and does nothing)
     /// when `e` is already dead or null. The last row of its table moves into its place.
     bool despawn(Entity e);
+
+    /// Whether a despawn of `e` is queued (made while the world iterates; applied when the
+    /// outermost iteration ends). O(queued commands).
+    [[nodiscard]] bool despawn_pending(Entity e) const noexcept;
 
     /// Whether `e` is a live entity of this world (false for null, stale and foreign handles).
     [[nodiscard]] bool is_alive(Entity e) const noexcept;
@@ -193,6 +204,10 @@ public:
     [[nodiscard]] const detail::Storage& storage() const noexcept { return *storage_; }
 
 private:
+    Entity spawn_deferred();
+    bool remove_deferred(Entity e, std::span<const ComponentId> ids);
+    template <class... Ts>
+    void add_deferred(Entity e, Ts&&... components);
     template <class T>
     std::uint64_t tick_of(Entity e, bool added, const char* op);
     template <class T>

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <tessera/component.hpp>
+#include <tessera/detail/command_queue.hpp>
 #include <tessera/entity.hpp>
 
 #include <algorithm>
@@ -114,8 +115,10 @@ struct EntityRecord {
     std::uint32_t generation;
 };
 
-inline constexpr std::uint32_t dead_archetype = 0;   ///< sentinel for free entity slots
-inline constexpr std::uint32_t empty_archetype = 1;  ///< entities without components
+inline constexpr std::uint32_t dead_archetype = 0;     ///< sentinel for free entity slots
+inline constexpr std::uint32_t empty_archetype = 1;    ///< entities without components
+inline constexpr std::uint32_t pending_archetype = 2;  ///< spawned while deferred, not placed
+inline constexpr std::uint32_t first_user_archetype = 3;
 inline constexpr std::uint32_t no_index = 0xFFFFFFFFu;
 
 /// Per world, per component: what this world knows of the type.
@@ -203,7 +206,8 @@ public:
         return r != nullptr && archetypes_[r->archetype]->contains(id);
     }
     [[nodiscard]] std::size_t count() const noexcept { return alive_; }
-    [[nodiscard]] std::size_t archetype_count() const noexcept { return archetypes_.size() - 1; }
+    /// Archetypes a user can see: the empty one and every created one (not the two sentinels).
+    [[nodiscard]] std::size_t archetype_count() const noexcept { return archetypes_.size() - 2; }
     [[nodiscard]] std::uint64_t tick() const noexcept { return tick_; }
     std::uint64_t advance_tick() noexcept { return ++tick_; }
 
@@ -327,6 +331,25 @@ public:
     /// Stamps every tracked column of `slot`'s row as added (new row).
     void stamp_row_added(RowSlot slot) noexcept;
 
+    // ---- deferral: structural changes made while iterating are queued ----
+    [[nodiscard]] bool deferring() const noexcept { return defer_depth_ != 0; }
+    void begin_defer() noexcept { ++defer_depth_; }
+    /// Leaves one level; at the outermost, applies the queued commands in order (a command
+    /// whose entity died meanwhile is skipped). A command that throws stays queued with the
+    /// ones after it, and the exception propagates.
+    void end_defer() {
+        if (--defer_depth_ == 0 && !deferred_.empty()) flush();
+    }
+    /// Like end_defer, for paths that can't throw (an exception already in flight, a
+    /// destructor): a failing command and the rest stay queued for the next flush.
+    void end_defer_noexcept() noexcept;
+    void flush();
+    /// An entity that is alive but in no table yet (spawn while deferred); placed at the flush.
+    Entity spawn_pending();
+    [[nodiscard]] CommandQueue& deferred() noexcept { return deferred_; }
+    /// Whether a despawn of `e` is queued.
+    [[nodiscard]] bool despawn_pending(Entity e) const noexcept;
+
     /// The enable flag of `id` for `e` (checks enableable, alive, present; `op` names the call
     /// in errors).
     std::uint8_t& enable_flag(Entity e, ComponentId id, const char* op) const;
@@ -390,6 +413,8 @@ private:
     };
     std::pmr::vector<BundleEntry> bundles_;
     std::pmr::vector<std::int32_t> bundle_slots_;
+    CommandQueue deferred_;
+    std::uint32_t defer_depth_ = 0;
     std::uint32_t free_head_ = no_index;
     std::size_t free_count_ = 0;
     std::size_t alive_ = 0;

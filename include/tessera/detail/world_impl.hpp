@@ -77,6 +77,11 @@ requires(sizeof...(Ts) > 0) Entity World::spawn(Ts&&... components) {
     if constexpr (!detail::nothrow_forward_v<Ts...>) {
         return spawn(std::remove_cvref_t<Ts>(std::forward<Ts>(components))...);
     } else {
+        if (storage_->deferring()) [[unlikely]] {
+            const Entity e = spawn_deferred();
+            add_deferred(e, std::forward<Ts>(components)...);
+            return e;
+        }
         const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
         detail::Storage& s = *storage_;
         const auto bundle = s.bundle(detail::bundle_id<std::remove_cvref_t<Ts>...>(), ids);
@@ -159,6 +164,14 @@ requires(sizeof...(Ts) > 0) void World::add(Entity e, Ts&&... components) {
     if constexpr (!detail::nothrow_forward_v<Ts...>) {
         add(e, std::remove_cvref_t<Ts>(std::forward<Ts>(components))...);
     } else {
+        if (storage_->deferring()) [[unlikely]] {
+            if (!is_alive(e)) {
+                detail::throw_not_alive("World::add", e,
+                                        component_id<std::tuple_element_t<0, std::tuple<std::remove_cvref_t<Ts>...>>>());
+            }
+            add_deferred(e, std::forward<Ts>(components)...);
+            return;
+        }
         const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
         detail::Storage& s = *storage_;
         bool existed[sizeof...(Ts)];
@@ -174,6 +187,22 @@ requires(sizeof...(Ts) > 0) void World::add(Entity e, Ts&&... components) {
     }
 }
 
+template <class... Ts>
+void World::add_deferred(Entity e, Ts&&... components) {
+    // Values move into the queue's stable storage now; the adds apply at the flush. Room for
+    // every command and value is taken before any value is moved, so a bad_alloc queues nothing.
+    detail::Storage& s = *storage_;
+    s.deferred().reserve(sizeof...(Ts));
+    const ComponentInfo* infos[] = {&s.ensure_component(component_id<std::remove_cvref_t<Ts>>())...};
+    std::byte* slots[sizeof...(Ts)];
+    for (std::size_t i = 0; i < sizeof...(Ts); ++i) slots[i] = s.deferred().allocate_value(*infos[i]);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+        ((::new (static_cast<void*>(slots[I])) std::remove_cvref_t<Ts>(std::forward<Ts>(components)),
+          s.deferred().push_add(e, *infos[I], slots[I])),
+         ...);
+    }(std::index_sequence_for<Ts...>{});
+}
+
 template <class T>
 void World::add(Entity e) {
     static_assert(std::is_default_constructible_v<T>,
@@ -183,6 +212,10 @@ void World::add(Entity e) {
 
 template <class... Ts>
 requires(sizeof...(Ts) > 0) bool World::remove(Entity e) {
+    if (storage_->deferring()) [[unlikely]] {
+        const ComponentId ids[] = {component_id<Ts>()...};
+        return remove_deferred(e, ids);
+    }
     if constexpr (sizeof...(Ts) == 1) {
         return storage_->remove_one(e, component_id<Ts...>(), "World::remove");
     } else {

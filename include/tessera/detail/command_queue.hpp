@@ -1,0 +1,75 @@
+/// @file detail/command_queue.hpp
+/// An ordered queue of structural commands with type-erased component values. Internal, not
+/// API: the world's deferred changes use it (and `CommandBuffer` builds on the same idea).
+#pragma once
+
+#include <tessera/component.hpp>
+#include <tessera/entity.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <memory_resource>
+#include <vector>
+
+namespace tessera::detail {
+
+/// One recorded structural change.
+struct Command {
+    enum class Kind : std::uint8_t { place, despawn, add, remove };
+    Kind kind;
+    Entity entity;
+    ComponentId id;               ///< add / remove
+    const ComponentInfo* info;    ///< add: the value's hooks
+    std::byte* value;             ///< add: the value (owned by the queue until applied)
+};
+
+/// Commands in order, their values in stable blocks (values never move once constructed, so
+/// any component type works, whatever its move constructor does).
+class CommandQueue {
+public:
+    explicit CommandQueue(std::pmr::memory_resource* mr) : commands_(mr), blocks_(mr), mr_(mr) {}
+    ~CommandQueue();
+    CommandQueue(const CommandQueue&) = delete;
+    CommandQueue& operator=(const CommandQueue&) = delete;
+
+    [[nodiscard]] bool empty() const noexcept { return next_ == commands_.size(); }
+    [[nodiscard]] std::size_t size() const noexcept { return commands_.size() - next_; }
+
+    /// Room for `n` more commands (call before pushing a group that must go in whole).
+    void reserve(std::size_t n);
+    /// Records a command without a value. Precondition: room reserved (no throw then).
+    void push(Command::Kind kind, Entity e, ComponentId id = {}) noexcept;
+    /// Space for an `add` value of `info`'s type, aligned; the caller constructs the value
+    /// there and then calls `push_add`. May throw bad_alloc.
+    std::byte* allocate_value(const ComponentInfo& info);
+    /// Records an add whose value was constructed at `value`. Precondition: room reserved.
+    void push_add(Entity e, const ComponentInfo& info, std::byte* value) noexcept;
+
+    /// The next command to apply, or null. `pop()` marks it applied (its value, if any, must
+    /// have been moved out or destroyed by the caller).
+    [[nodiscard]] Command* front() noexcept {
+        return next_ < commands_.size() ? &commands_[next_] : nullptr;
+    }
+    void pop() noexcept;
+    /// Commands after `front()` still queued (for `despawn_pending`).
+    [[nodiscard]] std::span<const Command> pending() const noexcept {
+        return {commands_.data() + next_, commands_.size() - next_};
+    }
+    /// Destroys every unapplied value and forgets everything.
+    void clear() noexcept;
+
+private:
+    struct Block {
+        std::byte* data;
+        std::size_t size;
+        std::size_t used;
+        std::size_t alignment;
+    };
+    std::pmr::vector<Command> commands_;
+    std::pmr::vector<Block> blocks_;
+    std::pmr::memory_resource* mr_;
+    std::size_t next_ = 0;
+};
+
+}  // namespace tessera::detail
