@@ -1,0 +1,290 @@
+// Enableable components and structural changes deferred during iteration (world.hpp,
+// "Deferral"; query.hpp drives the iteration).
+#include <tessera/tessera.hpp>
+
+#include "common/counting_resource.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ts = tessera;
+using ts::test::Tracked;
+
+namespace {
+struct Position {
+    float x = 0, y = 0;
+};
+struct Name {
+    std::string s;
+};
+struct Frozen {};
+struct Ai {
+    int level = 0;
+};
+struct Plain {
+    int v = 0;
+};
+struct Toggle {};
+}  // namespace
+
+template <>
+struct tessera::component_traits<Ai> {
+    static constexpr bool enableable = true;
+};
+template <>
+struct tessera::component_traits<Toggle> {
+    static constexpr bool enableable = true;
+};
+
+// ------------------------------------------------------------------------------ enableable
+
+TEST(WorldEnable, ComponentsStartEnabledAndToggleWithoutMoving) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Position{1, 0}, Ai{1});
+    const ts::Entity b = w.spawn(Position{2, 0}, Ai{2});
+    const auto many = w.spawn_many(3, [](std::size_t i, Ai& ai) { ai.level = int(i); });
+    EXPECT_TRUE(w.is_enabled<Ai>(a));
+    EXPECT_TRUE(w.is_enabled<Ai>(many[2]));
+    const std::size_t archetypes = w.archetype_count();
+    const std::vector<ts::Entity> order = w.entities();
+    w.enable<Ai>(a, false);
+    EXPECT_FALSE(w.is_enabled<Ai>(a));
+    EXPECT_TRUE(w.is_enabled<Ai>(b));
+    EXPECT_TRUE(w.has<Ai>(a));              // still there
+    EXPECT_EQ(w.get<Ai>(a).level, 1);       // value kept
+    EXPECT_EQ(w.archetype_count(), archetypes);
+    EXPECT_EQ(w.entities(), order);         // no row moved
+    w.enable<Ai>(a);
+    EXPECT_TRUE(w.is_enabled<Ai>(a));
+}
+
+TEST(WorldEnable, FlagTravelsWithTheRowAndNewComponentsStartEnabled) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Ai{1});
+    const ts::Entity b = w.spawn(Ai{2});
+    w.enable<Ai>(a, false);
+    w.add(a, Position{});  // moves a to another table
+    EXPECT_FALSE(w.is_enabled<Ai>(a));
+    w.despawn(b);  // nothing moves into a's old row that matters
+    w.remove<Position>(a);
+    EXPECT_FALSE(w.is_enabled<Ai>(a));
+    const ts::Entity c = w.spawn(Position{});
+    w.add(c, Ai{3});
+    EXPECT_TRUE(w.is_enabled<Ai>(c));
+    w.remove<Ai>(c);
+    w.add(c, Ai{4});  // re-added: enabled again
+    EXPECT_TRUE(w.is_enabled<Ai>(c));
+}
+
+TEST(WorldEnable, EachSkipsDisabledRowsChunksSeeTheFlags) {
+    ts::World w;
+    std::vector<ts::Entity> es;
+    for (int i = 0; i < 10; ++i) es.push_back(w.spawn(Position{float(i), 0}, Ai{i}));
+    for (int i = 0; i < 10; i += 3) w.enable<Ai>(es[i], false);
+    std::set<int> seen;
+    w.query<const Ai&>().each([&](const Ai& ai) { seen.insert(ai.level); });
+    EXPECT_EQ(seen, (std::set<int>{1, 2, 4, 5, 7, 8}));
+    // A query whose terms don't name Ai is not gated by it.
+    int positions = 0;
+    w.query<const Position&>().with<Ai>().each([&](const Position&) { ++positions; });
+    EXPECT_EQ(positions, 10);
+    EXPECT_EQ(w.query<const Ai&>().count(), 10u);  // count includes disabled rows
+    std::size_t off = 0;
+    for (ts::Chunk& c : w.query<const Ai&>().chunks()) {
+        for (std::uint8_t f : c.enabled<Ai>()) off += f == 0 ? 1 : 0;
+        EXPECT_THROW((void)c.enabled<Position>(), ts::Error);
+    }
+    EXPECT_EQ(off, 4u);
+}
+
+TEST(WorldEnable, ErrorsNameTheCallAndChangeNothing) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Plain{1}, Toggle{});
+    const ts::Entity no_ai = w.spawn(Plain{2});
+    try {
+        w.enable<Plain>(e, false);
+        FAIL();
+    } catch (const ts::Error& err) {
+        EXPECT_EQ(err.code(), ts::errc::not_enableable);
+        EXPECT_NE(std::string(err.what()).find("Plain"), std::string::npos);
+    }
+    try {
+        (void)w.is_enabled<Toggle>(e);  // enableable tags are not supported
+        FAIL();
+    } catch (const ts::Error& err) {
+        EXPECT_EQ(err.code(), ts::errc::not_enableable);
+    }
+    try {
+        w.enable<Ai>(no_ai, false);
+        FAIL();
+    } catch (const ts::Error& err) {
+        EXPECT_EQ(err.code(), ts::errc::missing_component);
+    }
+    w.despawn(e);
+    try {
+        (void)w.is_enabled<Ai>(e);
+        FAIL();
+    } catch (const ts::Error& err) {
+        EXPECT_EQ(err.code(), ts::errc::not_alive);
+    }
+    EXPECT_EQ(w.get<Plain>(no_ai).v, 2);
+}
+
+// ------------------------------------------------------------------------------- deferral
+
+TEST(WorldDeferral, DespawningEveryOtherEntityWhileIteratingVisitsEachRowOnce) {
+    ts::World w;
+    std::vector<ts::Entity> es;
+    for (int i = 0; i < 1000; ++i) es.push_back(w.spawn(Position{float(i), 0}));
+    std::vector<int> visits(1000, 0);
+    w.query<ts::Entity, const Position&>().each([&](ts::Entity e, const Position& p) {
+        ++visits[std::size_t(p.x)];
+        if (int(p.x) % 2 == 0) {
+            EXPECT_TRUE(w.despawn(e));
+            EXPECT_TRUE(w.is_alive(e));  // alive and readable until the flush
+            EXPECT_TRUE(w.despawn_pending(e));
+            EXPECT_EQ(w.get<Position>(e).x, p.x);
+            EXPECT_FALSE(w.despawn(e));  // already queued
+        }
+    });
+    EXPECT_TRUE(std::all_of(visits.begin(), visits.end(), [](int v) { return v == 1; }));
+    EXPECT_EQ(w.count(), 500u);
+    for (int i = 0; i < 1000; ++i) {
+        EXPECT_EQ(w.is_alive(es[i]), i % 2 == 1);
+        EXPECT_FALSE(w.despawn_pending(es[i]));
+    }
+}
+
+TEST(WorldDeferral, SpawnedEntitiesAreAliveButUnplacedUntilTheFlush) {
+    ts::World w;
+    for (int i = 0; i < 5; ++i) w.spawn(Position{float(i), 0});
+    std::vector<ts::Entity> made;
+    int visits = 0;
+    w.query<Position&>().each([&](Position& p) {
+        ++visits;
+        const ts::Entity e = w.spawn(Position{p.x + 100, 0}, Name{"late"});
+        EXPECT_TRUE(w.is_alive(e));
+        EXPECT_FALSE(w.has<Position>(e));
+        EXPECT_EQ(w.try_get<Position>(e), nullptr);
+        made.push_back(e);
+        made.push_back(w.spawn());
+    });
+    EXPECT_EQ(visits, 5);  // the new entities are not visited by the run that made them
+    EXPECT_EQ(w.count(), 15u);
+    for (std::size_t i = 0; i < made.size(); i += 2) {
+        EXPECT_EQ(w.get<Name>(made[i]).s, "late");
+        EXPECT_GE(w.get<Position>(made[i]).x, 100);
+        EXPECT_TRUE(w.is_alive(made[i + 1]));
+    }
+    const std::vector<ts::Entity> listed = w.entities();
+    EXPECT_EQ(listed.size(), 15u);  // placed entities are in their tables
+}
+
+TEST(WorldDeferral, AddAndRemoveApplyInOrderAndSkipDeadEntities) {
+    Tracked::live = 0;
+    {
+        ts::World w;
+        const ts::Entity a = w.spawn(Position{1, 0});
+        const ts::Entity b = w.spawn(Position{2, 0});
+        const ts::Entity c = w.spawn(Position{3, 0}, Frozen{});
+        w.query<ts::Entity, const Position&>().each([&](ts::Entity e, const Position&) {
+            if (e == a) {
+                w.add(a, Name{"a"}, Tracked{7});
+                w.add<Frozen>(a);
+                w.remove<Frozen>(a);  // after the add: a ends without Frozen
+                EXPECT_FALSE(w.has<Name>(a));
+            }
+            if (e == b) {
+                w.add(b, Tracked{8});  // then b dies before the flush: the add is skipped
+                w.despawn(b);
+            }
+            if (e == c) {
+                EXPECT_TRUE(w.remove<Frozen>(c));
+            }
+        });
+        EXPECT_EQ(w.get<Name>(a).s, "a");
+        EXPECT_EQ(w.get<Tracked>(a).value, 7);
+        EXPECT_FALSE(w.has<Frozen>(a));
+        EXPECT_FALSE(w.is_alive(b));
+        EXPECT_FALSE(w.has<Frozen>(c));
+        EXPECT_EQ(Tracked::live, 1);  // b's queued value was destroyed, a's moved in
+    }
+    EXPECT_EQ(Tracked::live, 0);
+}
+
+TEST(WorldDeferral, AddOnADeadEntityStillThrowsImmediately) {
+    ts::World w;
+    const ts::Entity dead = w.spawn();
+    w.despawn(dead);
+    w.spawn(Position{});
+    w.query<const Position&>().each([&](const Position&) {
+        EXPECT_THROW(w.add(dead, Name{"x"}), ts::Error);
+        EXPECT_THROW(w.remove<Name>(dead), ts::Error);
+        EXPECT_FALSE(w.despawn(dead));
+    });
+}
+
+TEST(WorldDeferral, NestedIterationFlushesAtTheOutermostEnd) {
+    ts::World w;
+    for (int i = 0; i < 3; ++i) w.spawn(Position{float(i), 0});
+    auto outer = w.query<const Position&>();
+    auto inner = w.query<ts::Entity, const Position&>();
+    std::size_t count_inside = 0;
+    outer.each([&](const Position&) {
+        inner.each([&](ts::Entity e, const Position&) {
+            if (!w.despawn_pending(e)) w.despawn(e);
+        });
+        count_inside = w.count();  // the inner loop ended, but the outer one still runs
+    });
+    EXPECT_EQ(count_inside, 3u);
+    EXPECT_EQ(w.count(), 0u);
+}
+
+TEST(WorldDeferral, AChunkRangeDefersUntilItIsDestroyed) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Position{1, 0});
+    {
+        auto q = w.query<const Position&>();
+        auto range = q.chunks();
+        for (ts::Chunk& c : range) {
+            EXPECT_EQ(c.count(), 1u);
+            w.despawn(a);
+            w.spawn(Position{5, 5});
+        }
+        EXPECT_TRUE(w.is_alive(a));  // the range is still alive
+    }
+    EXPECT_FALSE(w.is_alive(a));
+    EXPECT_EQ(w.count(), 1u);
+}
+
+TEST(WorldDeferral, AThrowingCallbackStillAppliesWhatWasQueued) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Position{1, 0});
+    w.spawn(Position{2, 0});
+    auto q = w.query<ts::Entity, const Position&>();
+    const auto stop = [&](ts::Entity e, const Position&) {
+        w.despawn(e);
+        throw std::runtime_error("stop");
+    };
+    EXPECT_THROW(q.each(stop), std::runtime_error);
+    EXPECT_FALSE(w.is_alive(a));
+    EXPECT_EQ(w.count(), 1u);
+    // The world is not left deferring.
+    const ts::Entity b = w.spawn(Position{3, 0});
+    EXPECT_TRUE(w.has<Position>(b));
+}
+
+TEST(WorldDeferral, EachChunkDefersToo) {
+    ts::World w;
+    for (int i = 0; i < 4; ++i) w.spawn(Position{float(i), 0});
+    w.query<const Position&>().each_chunk([&](ts::Chunk& c, std::span<const Position>) {
+        for (ts::Entity e : c.entities()) w.add<Frozen>(e);
+        EXPECT_EQ(c.count(), 4u);  // the table did not change under the loop
+    });
+    EXPECT_EQ(w.query<const Position&>().with<Frozen>().count(), 4u);
+}
