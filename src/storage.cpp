@@ -92,7 +92,8 @@ Storage::Storage(std::pmr::memory_resource* mr)
       set_index_(mr),
       bundles_(mr),
       bundle_slots_(mr),
-      deferred_(mr) {
+      deferred_(mr),
+      permanent_(mr) {
     try {
         create_archetype({});  // dead_archetype: the sentinel of free entity slots
         create_archetype({});  // empty_archetype
@@ -630,6 +631,12 @@ Entity Storage::spawn_pending() {
     r.row = 0;
     ++alive_;
     return Entity{index, r.generation};
+}
+
+void Storage::reserve_permanent(std::uint32_t index) {
+    if (index / 64 >= permanent_.size()) {
+        permanent_.resize(std::max<std::size_t>(index / 64 + 1, permanent_.size() * 2), 0);
+    }
 }
 
 bool Storage::despawn_pending(Entity e) const noexcept {

@@ -61,6 +61,11 @@ Entity World::spawn_deferred() {
 
 bool World::despawn(Entity e) {
     detail::Storage& s = *storage_;
+    if (s.permanent(e.index) && is_alive(e)) [[unlikely]] {
+        std::ostringstream os;
+        os << "World::despawn: entity " << e << " is permanent (spawned with spawn_permanent)";
+        throw Error(errc::permanent_entity, os.str());
+    }
     if (s.deferring()) [[unlikely]] {
         if (!is_alive(e) || s.despawn_pending(e)) return false;
         s.deferred().reserve(1);
@@ -68,6 +73,10 @@ bool World::despawn(Entity e) {
         return true;
     }
     return s.despawn(e);
+}
+
+bool World::is_permanent(Entity e) const noexcept {
+    return is_alive(e) && storage_->permanent(e.index);
 }
 
 bool World::despawn_pending(Entity e) const noexcept {

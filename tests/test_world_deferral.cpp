@@ -288,3 +288,58 @@ TEST(WorldDeferral, EachChunkDefersToo) {
     });
     EXPECT_EQ(w.query<const Position&>().with<Frozen>().count(), 4u);
 }
+
+// ------------------------------------------------------------------------------ lifetimes
+
+TEST(WorldLifetime, PermanentEntitiesCannotBeDespawned) {
+    ts::World w;
+    const ts::Entity d = w.spawn(Position{1, 1});
+    const ts::Entity p = w.spawn_permanent(Position{2, 2}, Name{"keep"});
+    const ts::Entity bare = w.spawn_permanent();
+    EXPECT_TRUE(w.is_permanent(p));
+    EXPECT_TRUE(w.is_permanent(bare));
+    EXPECT_FALSE(w.is_permanent(d));
+    try {
+        w.despawn(p);
+        FAIL();
+    } catch (const ts::Error& err) {
+        EXPECT_EQ(err.code(), ts::errc::permanent_entity);
+        const std::string handle = std::to_string(p.index) + ":" + std::to_string(p.generation);
+        EXPECT_NE(std::string(err.what()).find(handle), std::string::npos) << err.what();
+    }
+    EXPECT_TRUE(w.is_alive(p));
+    EXPECT_EQ(w.get<Name>(p).s, "keep");
+    // Also while iterating (the check is not deferred).
+    w.query<const Position&>().each([&](const Position&) { EXPECT_THROW(w.despawn(p), ts::Error); });
+    EXPECT_TRUE(w.is_alive(p));
+    // Components still come and go.
+    w.remove<Name>(p);
+    EXPECT_FALSE(w.has<Name>(p));
+    EXPECT_TRUE(w.despawn(d));
+}
+
+TEST(WorldLifetime, EachEntityFiltersByLifetimeAndDefers) {
+    ts::World w;
+    std::vector<ts::Entity> dynamic, permanent;
+    for (int i = 0; i < 6; ++i) {
+        dynamic.push_back(i % 2 ? w.spawn(Position{}) : w.spawn());
+        permanent.push_back(i % 2 ? w.spawn_permanent(Position{}) : w.spawn_permanent());
+    }
+    std::vector<ts::Entity> seen;
+    w.each_entity([&](ts::Entity e) { seen.push_back(e); }, ts::Lifetime::permanent);
+    std::sort(seen.begin(), seen.end());
+    std::sort(permanent.begin(), permanent.end());
+    EXPECT_EQ(seen, permanent);
+    seen.clear();
+    w.each_entity([&](ts::Entity e) { seen.push_back(e); }, ts::Lifetime::dynamic);
+    std::sort(seen.begin(), seen.end());
+    std::sort(dynamic.begin(), dynamic.end());
+    EXPECT_EQ(seen, dynamic);
+    std::size_t all = 0;
+    w.each_entity([&](ts::Entity e) {
+        ++all;
+        if (!w.is_permanent(e)) w.despawn(e);  // deferred: the walk is not disturbed
+    });
+    EXPECT_EQ(all, 12u);
+    EXPECT_EQ(w.count(), 6u);
+}

@@ -283,25 +283,6 @@ const std::uint8_t* term_flags(const Archetype& a) noexcept {
     }
 }
 
-/// Keeps the world deferring structural changes for a scope; the outermost scope applies them.
-class DeferScope {
-public:
-    explicit DeferScope(Storage& s) noexcept : s_(&s) { s.begin_defer(); }
-    DeferScope(const DeferScope&) = delete;
-    DeferScope& operator=(const DeferScope&) = delete;
-    /// Ends the scope, applying the queued changes (may throw; they stay queued then).
-    void close() {
-        Storage* s = std::exchange(s_, nullptr);
-        s->end_defer();
-    }
-    ~DeferScope() {
-        if (s_ != nullptr) s_->end_defer_noexcept();
-    }
-
-private:
-    Storage* s_;
-};
-
 /// Whether `F` takes a leading `Entity` before the terms.
 template <class F, class... Terms>
 inline constexpr bool takes_entity_v = std::is_invocable_v<F&, Entity, Terms...>;

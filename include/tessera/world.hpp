@@ -18,6 +18,13 @@ namespace tessera {
 namespace detail {
 class Storage;
 }
+
+/// Entity lifetimes (moecs): a permanent entity lives as long as the world.
+enum class Lifetime : std::uint8_t {
+    any,        ///< every entity
+    dynamic,    ///< entities made with `spawn`
+    permanent,  ///< entities made with `spawn_permanent`
+};
 template <class... Terms>
 class Query;
 struct QuerySpec;
@@ -80,8 +87,23 @@ public:
     template <class Init>
     std::span<const Entity> spawn_many(std::size_t n, Init&& init);
 
+    /// Spawns an entity that lives as long as the world: `despawn` on it throws
+    /// `permanent_entity`. Otherwise like `spawn()` / `spawn(components...)`.
+    template <class... Ts>
+    Entity spawn_permanent(Ts&&... components);
+
+    /// Calls `fn(Entity)` for every live entity of `lifetime`, archetype by archetype, rows in
+    /// table order. Structural changes made by `fn` are deferred until it returns for the last
+    /// entity.
+    template <class F>
+    void each_entity(F&& fn, Lifetime lifetime = Lifetime::any);
+
+    /// Whether `e` is alive and permanent.
+    [[nodiscard]] bool is_permanent(Entity e) const noexcept;
+
     /// Despawns `e`, destroying its components. O(components). Returns false (and does nothing)
     /// when `e` is already dead or null. The last row of its table moves into its place.
+    /// @throws Error(permanent_entity) when `e` was spawned with `spawn_permanent`.
     bool despawn(Entity e);
 
     /// Whether a despawn of `e` is queued (made while the world iterates; applied when the

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <memory_resource>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace tessera::detail {
@@ -347,6 +348,18 @@ public:
     /// An entity that is alive but in no table yet (spawn while deferred); placed at the flush.
     Entity spawn_pending();
     [[nodiscard]] CommandQueue& deferred() noexcept { return deferred_; }
+    /// The index the next spawn will take.
+    [[nodiscard]] std::uint32_t next_index() const noexcept {
+        return free_head_ != no_index ? free_head_ : record_count_;
+    }
+    /// Permanent entities: a bit per entity index, allocated on first use.
+    void reserve_permanent(std::uint32_t index);
+    void set_permanent(std::uint32_t index) noexcept {
+        permanent_[index / 64] |= std::uint64_t{1} << (index % 64);
+    }
+    [[nodiscard]] bool permanent(std::uint32_t index) const noexcept {
+        return index / 64 < permanent_.size() && (permanent_[index / 64] >> (index % 64) & 1u) != 0;
+    }
     /// Whether a despawn of `e` is queued.
     [[nodiscard]] bool despawn_pending(Entity e) const noexcept;
 
@@ -414,11 +427,31 @@ private:
     std::pmr::vector<BundleEntry> bundles_;
     std::pmr::vector<std::int32_t> bundle_slots_;
     CommandQueue deferred_;
+    std::pmr::vector<std::uint64_t> permanent_;
     std::uint32_t defer_depth_ = 0;
     std::uint32_t free_head_ = no_index;
     std::size_t free_count_ = 0;
     std::size_t alive_ = 0;
     std::uint64_t tick_ = 1;
+};
+
+/// Keeps the world deferring structural changes for a scope; the outermost scope applies them.
+class DeferScope {
+public:
+    explicit DeferScope(Storage& s) noexcept : s_(&s) { s.begin_defer(); }
+    DeferScope(const DeferScope&) = delete;
+    DeferScope& operator=(const DeferScope&) = delete;
+    /// Ends the scope, applying the queued changes (may throw; they stay queued then).
+    void close() {
+        Storage* s = std::exchange(s_, nullptr);
+        s->end_defer();
+    }
+    ~DeferScope() {
+        if (s_ != nullptr) s_->end_defer_noexcept();
+    }
+
+private:
+    Storage* s_;
 };
 
 /// A process-wide sequence number for a list of component types (used to cache the archetype

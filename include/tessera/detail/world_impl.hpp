@@ -203,6 +203,37 @@ void World::add_deferred(Entity e, Ts&&... components) {
     }(std::index_sequence_for<Ts...>{});
 }
 
+template <class... Ts>
+Entity World::spawn_permanent(Ts&&... components) {
+    // Room for the bit first (the index is the one the spawn will take), so nothing can fail
+    // after the entity exists.
+    detail::Storage& s = *storage_;
+    s.reserve_permanent(s.next_index());
+    Entity e;
+    if constexpr (sizeof...(Ts) == 0) e = spawn();
+    else e = spawn(std::forward<Ts>(components)...);
+    s.set_permanent(e.index);
+    return e;
+}
+
+template <class F>
+void World::each_entity(F&& fn, Lifetime lifetime) {
+    detail::Storage& s = *storage_;
+    detail::DeferScope defer(s);
+    for (std::size_t i = detail::empty_archetype; i < s.archetype_slots(); ++i) {
+        const detail::Archetype& a = s.archetype(static_cast<std::uint32_t>(i));
+        for (std::uint32_t row = 0; row < a.size; ++row) {
+            const Entity e = a.entities[row];
+            if (lifetime != Lifetime::any &&
+                s.permanent(e.index) != (lifetime == Lifetime::permanent)) {
+                continue;
+            }
+            fn(e);
+        }
+    }
+    defer.close();
+}
+
 template <class T>
 void World::add(Entity e) {
     static_assert(std::is_default_constructible_v<T>,
