@@ -30,9 +30,21 @@ struct A {
 struct B {
     float v;
 };
+struct Data {
+    float v;
+};
+/// Column-major 4x4 matrix (heavy_compute).
+struct Transform {
+    float m[16];
+};
+struct Rotation {
+    float x, y, z;
+};
 
 /// Entity count of every scenario unless said otherwise.
 inline constexpr std::size_t kN = 1'000'000;
+/// Time step of the iteration scenarios.
+inline constexpr float kDt = 1.0f / 60.0f;
 /// Entity count of add_remove.
 inline constexpr std::size_t kAddRemoveN = 10'000;
 /// Seed of every shuffle.

@@ -35,7 +35,8 @@ std::byte* CommandQueue::allocate_value(const ComponentInfo& info) {
             return b.data + at;
         }
     }
-    if (blocks_.size() == blocks_.capacity()) blocks_.reserve(std::max<std::size_t>(4, blocks_.size() * 2));
+    if (blocks_.size() == blocks_.capacity())
+        blocks_.reserve(std::max<std::size_t>(4, blocks_.size() * 2));
     const std::size_t size = std::max(block_size, info.size + align);
     const std::size_t alignment = std::max(block_alignment, align);
     auto* data = static_cast<std::byte*>(mr_->allocate(size, alignment));

@@ -51,13 +51,15 @@ void QueryState::add_filter(ChangeFilter f) {
 bool QueryState::passes(const Archetype& a, std::uint32_t row) const noexcept {
     for (const ChangeFilter& f : filters_) {
         const Column& c = a.columns[static_cast<std::uint32_t>(a.slot(f.id))];
-        const std::uint64_t t = f.added ? c.added[row] : c.changed[row];
+        const std::uint64_t t = f.added ? c.added[row] : c.changed_at(row);
         if (t <= (f.since_last_run ? run_since_ : f.tick)) return false;
     }
     return true;
 }
 
-void QueryState::begin_run() noexcept { run_since_ = last_run_; }
+void QueryState::begin_run() noexcept {
+    run_since_ = last_run_;
+}
 
 void QueryState::end_run() noexcept {
     if (!since_last_run_) return;

@@ -45,14 +45,21 @@ inline void move_value(const Column& c, std::byte* d, std::byte* s) noexcept {
     }
 }
 
+// Folds a column's whole-chunk stamp into its rows, so a row with an older tick can enter.
+void settle(Column& c, std::uint32_t rows) noexcept {
+    for (std::uint32_t i = 0; i < rows; ++i) c.changed[i] = c.changed_at(i);
+    c.stamped = 0;
+}
+
 // Moves row `src` of `from` to row `dst` of `to` (same component): value, ticks, enable flag.
+// Within one table (`&from == &to`) the chunk stamp applies to both rows alike.
 inline void move_row(const Column& from, std::uint32_t src, const Column& to,
                      std::uint32_t dst) noexcept {
     move_value(from, to.data + std::size_t{dst} * to.size,
                from.data + std::size_t{src} * from.size);
     if (to.changed != nullptr) {
         to.added[dst] = from.added[src];
-        to.changed[dst] = from.changed[src];
+        to.changed[dst] = &from == &to ? from.changed[src] : from.changed_at(src);
     }
     if (to.enabled != nullptr) to.enabled[dst] = from.enabled[src];
 }
@@ -548,7 +555,11 @@ RowSlot Storage::move_entity(Entity e, const EntityRecord& rec, Archetype& to) n
         if (target != nullptr && plain) {
             move_value(c, target + std::size_t{dst} * c.size, c.data + std::size_t{src} * c.size);
         } else if (target != nullptr) {
-            move_row(c, src, to.columns[static_cast<std::uint32_t>(to.slot(c.id))], dst);
+            Column& into = to.columns[static_cast<std::uint32_t>(to.slot(c.id))];
+            if (into.stamped != 0 && c.changed != nullptr && c.changed_at(src) < into.stamped) {
+                settle(into, to.size);  // else the row would look changed at the stamp
+            }
+            move_row(c, src, into, dst);
         } else if (c.destroy != nullptr) {
             c.destroy(c.data + std::size_t{src} * c.size, 1);
         }
@@ -670,11 +681,15 @@ void Storage::flush() {
                         Column& column = slot.archetype->columns[static_cast<std::uint32_t>(col)];
                         std::byte* dst = column.data + std::size_t{slot.row} * column.size;
                         if (existed && column.destroy != nullptr) column.destroy(dst, 1);
-                        if (column.relocate != nullptr) column.relocate(dst, c->value, 1);
-                        else std::memcpy(dst, c->value, column.size);
+                        if (column.relocate != nullptr)
+                            column.relocate(dst, c->value, 1);
+                        else
+                            std::memcpy(dst, c->value, column.size);
                         c->value = nullptr;  // moved into the table
-                        if (existed) stamp_changed(*slot.archetype, slot.row, col);
-                        else stamp_added(slot, col);
+                        if (existed)
+                            stamp_changed(*slot.archetype, slot.row, col);
+                        else
+                            stamp_added(slot, col);
                     }
                 }
                 break;

@@ -47,7 +47,8 @@ std::pmr::memory_resource* World::memory_resource() const noexcept {
 }
 
 Entity World::spawn() {
-    if (storage_->deferring()) [[unlikely]] return spawn_deferred();
+    if (storage_->deferring()) [[unlikely]]
+        return spawn_deferred();
     return storage_->spawn_empty();
 }
 

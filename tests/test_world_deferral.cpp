@@ -55,10 +55,10 @@ TEST(WorldEnable, ComponentsStartEnabledAndToggleWithoutMoving) {
     w.enable<Ai>(a, false);
     EXPECT_FALSE(w.is_enabled<Ai>(a));
     EXPECT_TRUE(w.is_enabled<Ai>(b));
-    EXPECT_TRUE(w.has<Ai>(a));              // still there
-    EXPECT_EQ(w.get<Ai>(a).level, 1);       // value kept
+    EXPECT_TRUE(w.has<Ai>(a));         // still there
+    EXPECT_EQ(w.get<Ai>(a).level, 1);  // value kept
     EXPECT_EQ(w.archetype_count(), archetypes);
-    EXPECT_EQ(w.entities(), order);         // no row moved
+    EXPECT_EQ(w.entities(), order);  // no row moved
     w.enable<Ai>(a);
     EXPECT_TRUE(w.is_enabled<Ai>(a));
 }
@@ -310,7 +310,8 @@ TEST(WorldLifetime, PermanentEntitiesCannotBeDespawned) {
     EXPECT_TRUE(w.is_alive(p));
     EXPECT_EQ(w.get<Name>(p).s, "keep");
     // Also while iterating (the check is not deferred).
-    w.query<const Position&>().each([&](const Position&) { EXPECT_THROW(w.despawn(p), ts::Error); });
+    w.query<const Position&>().each(
+        [&](const Position&) { EXPECT_THROW(w.despawn(p), ts::Error); });
     EXPECT_TRUE(w.is_alive(p));
     // Components still come and go.
     w.remove<Name>(p);
@@ -342,4 +343,36 @@ TEST(WorldLifetime, EachEntityFiltersByLifetimeAndDefers) {
     });
     EXPECT_EQ(all, 12u);
     EXPECT_EQ(w.count(), 6u);
+}
+
+// ------------------------------------------------------------- whole-chunk tick stamps
+
+TEST(QueryStamp, ChunkStampsSurviveRowsMovingInAndOut) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Position{1, 0});
+    const ts::Entity b = w.spawn(Position{2, 0});
+    const ts::Entity old = w.spawn(Position{3, 0}, Frozen{});
+    (void)w.changed_tick<Position>(a);  // tracking on at tick 1
+    w.advance_tick();                   // 2
+    w.set(old, Position{3, 1});         // old: changed at 2
+    w.advance_tick();                   // 3
+    w.advance_tick();                   // 4
+    w.query<Position&>().without<Frozen>().each([](Position& p) { p.y = 9; });  // stamps a, b at 4
+    EXPECT_EQ(w.changed_tick<Position>(a), 4u);
+    EXPECT_EQ(w.changed_tick<Position>(b), 4u);
+    EXPECT_EQ(w.changed_tick<Position>(old), 2u);
+    w.advance_tick();       // 5
+    w.remove<Frozen>(old);  // an older row enters the stamped table
+    EXPECT_EQ(w.changed_tick<Position>(old), 2u);
+    EXPECT_EQ(w.changed_tick<Position>(a), 4u);
+    EXPECT_EQ(w.changed_tick<Position>(b), 4u);
+    w.add<Frozen>(a);  // a stamped row leaves: it keeps its tick
+    EXPECT_EQ(w.changed_tick<Position>(a), 4u);
+    w.despawn(old);  // the swap inside a table keeps ticks too
+    EXPECT_EQ(w.changed_tick<Position>(b), 4u);
+    // A change filter sees the chunk stamp like a per-row one.
+    auto since = w.query<const Position&>().changed_since<Position>(3);
+    std::size_t n = 0;
+    since.each([&](const Position&) { ++n; });
+    EXPECT_EQ(n, 2u);  // a and b
 }

@@ -16,12 +16,12 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <iterator>
-#include <string>
 #include <cstdint>
+#include <iterator>
 #include <memory_resource>
 #include <optional>
 #include <span>
+#include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -33,9 +33,9 @@ namespace tessera {
 /// and at least one of `any` (when not empty). Cheap to keep in a system's state; aggregate, so
 /// `QuerySpec{.all = {...}, .none = {...}}` works too.
 struct QuerySpec {
-    std::vector<ComponentId> all;   ///< required components
-    std::vector<ComponentId> any;   ///< at least one of these, when not empty
-    std::vector<ComponentId> none;  ///< excluded components
+    std::vector<ComponentId> all{};   ///< required components
+    std::vector<ComponentId> any{};   ///< at least one of these, when not empty
+    std::vector<ComponentId> none{};  ///< excluded components
 
     /// Requires every one of `Ts`.
     template <class... Ts>
@@ -134,7 +134,7 @@ private:
         storage_->track(id);
         const detail::Column& c =
             archetype_->columns[static_cast<std::uint32_t>(archetype_->slot(id))];
-        return added ? c.added[row] : c.changed[row];
+        return added ? c.added[row] : c.changed_at(static_cast<std::uint32_t>(row));
     }
 
     detail::Storage* storage_ = nullptr;
@@ -181,10 +181,10 @@ private:
     Storage* storage_;
     std::pmr::vector<std::uint32_t> matched_;
     std::pmr::vector<ChangeFilter> filters_;
-    std::size_t seen_ = 0;           ///< archetypes examined so far
-    std::uint64_t last_run_ = 0;     ///< tick at the end of the previous run
-    std::uint64_t run_since_ = 0;    ///< last_run_ as of this run's start
-    bool since_last_run_ = false;    ///< some filter is "since the last run"
+    std::size_t seen_ = 0;         ///< archetypes examined so far
+    std::uint64_t last_run_ = 0;   ///< tick at the end of the previous run
+    std::uint64_t run_since_ = 0;  ///< last_run_ as of this run's start
+    bool since_last_run_ = false;  ///< some filter is "since the last run"
 };
 
 /// What a query term is: `T&` (write), `const T&` (read), `T*`/`const T*` (optional), `Entity`.
@@ -244,8 +244,10 @@ decltype(auto) term_arg(typename term_traits<Term>::pointer base, std::size_t i)
     if constexpr (Tr::entity) {
         return base[i];
     } else if constexpr (std::is_empty_v<typename Tr::component>) {
-        if constexpr (Tr::required) return *base;
-        else return base;
+        if constexpr (Tr::required)
+            return *base;
+        else
+            return base;
     } else if constexpr (Tr::required) {
         return base[i];
     } else {
@@ -546,7 +548,7 @@ private:
 
     template <class Term>
     static typename detail::term_traits<Term>::span span_of(detail::Storage& s,
-                                                             detail::Archetype& a) noexcept {
+                                                            detail::Archetype& a) noexcept {
         using Tr = detail::term_traits<Term>;
         auto base = detail::term_base<Term>(s, a);
         if constexpr (Tr::entity) {
@@ -564,7 +566,8 @@ private:
         return true;
     }
 
-    void stamp_row(detail::Storage& s, detail::Archetype& a, std::uint32_t row) noexcept {
+    void stamp_row([[maybe_unused]] detail::Storage& s, detail::Archetype& a,
+                   [[maybe_unused]] std::uint32_t row) noexcept {
         if (!a.tracked) return;
         (
             [&] {

@@ -8,8 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
 #include <memory_resource>
+#include <span>
 #include <vector>
 
 namespace tessera::detail {
@@ -19,9 +19,9 @@ struct Command {
     enum class Kind : std::uint8_t { place, despawn, add, remove };
     Kind kind;
     Entity entity;
-    ComponentId id;               ///< add / remove
-    const ComponentInfo* info;    ///< add: the value's hooks
-    std::byte* value;             ///< add: the value (owned by the queue until applied)
+    ComponentId id;             ///< add / remove
+    const ComponentInfo* info;  ///< add: the value's hooks
+    std::byte* value;           ///< add: the value (owned by the queue until applied)
 };
 
 /// Commands in order, their values in stable blocks (values never move once constructed, so

@@ -40,6 +40,15 @@ struct Column {
     const ComponentInfo* info = nullptr;
     ComponentId id;          ///< info->id
     std::uint32_t size = 0;  ///< info->size
+    /// Every row's changed tick is at least this: a query's `T&` term stamps a whole chunk in
+    /// O(1) here instead of writing each row. Rows leaving the table take the larger of the
+    /// two; before an older row enters, it is folded into the rows (see `Storage::settle`).
+    std::uint64_t stamped = 0;
+
+    /// The changed tick of `row` (tick arrays must exist).
+    [[nodiscard]] std::uint64_t changed_at(std::uint32_t row) const noexcept {
+        return changed[row] > stamped ? changed[row] : stamped;
+    }
 };
 
 /// A small open-addressing map from a component id to the archetypes one add / one remove
@@ -375,8 +384,8 @@ public:
     void stamp_column(Archetype& a, ComponentId id) const noexcept {
         const std::int32_t c = a.slot(id);
         if (c < 0) return;
-        const Column& col = a.columns[static_cast<std::uint32_t>(c)];
-        if (col.changed != nullptr) std::fill_n(col.changed, a.size, tick_);
+        Column& col = a.columns[static_cast<std::uint32_t>(c)];
+        if (col.changed != nullptr) col.stamped = tick_;
     }
     /// Stamps the changed tick of `id` at `slot` when tracked.
     void stamp_changed(const Archetype& a, std::uint32_t row, std::int32_t column) const noexcept {

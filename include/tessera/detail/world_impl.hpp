@@ -166,8 +166,10 @@ requires(sizeof...(Ts) > 0) void World::add(Entity e, Ts&&... components) {
     } else {
         if (storage_->deferring()) [[unlikely]] {
             if (!is_alive(e)) {
-                detail::throw_not_alive("World::add", e,
-                                        component_id<std::tuple_element_t<0, std::tuple<std::remove_cvref_t<Ts>...>>>());
+                detail::throw_not_alive(
+                    "World::add", e,
+                    component_id<
+                        std::tuple_element_t<0, std::tuple<std::remove_cvref_t<Ts>...>>>());
             }
             add_deferred(e, std::forward<Ts>(components)...);
             return;
@@ -193,14 +195,18 @@ void World::add_deferred(Entity e, Ts&&... components) {
     // every command and value is taken before any value is moved, so a bad_alloc queues nothing.
     detail::Storage& s = *storage_;
     s.deferred().reserve(sizeof...(Ts));
-    const ComponentInfo* infos[] = {&s.ensure_component(component_id<std::remove_cvref_t<Ts>>())...};
+    const ComponentInfo* infos[] = {
+        &s.ensure_component(component_id<std::remove_cvref_t<Ts>>())...};
     std::byte* slots[sizeof...(Ts)];
-    for (std::size_t i = 0; i < sizeof...(Ts); ++i) slots[i] = s.deferred().allocate_value(*infos[i]);
+    for (std::size_t i = 0; i < sizeof...(Ts); ++i)
+        slots[i] = s.deferred().allocate_value(*infos[i]);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-        ((::new (static_cast<void*>(slots[I])) std::remove_cvref_t<Ts>(std::forward<Ts>(components)),
+        ((::new (static_cast<void*>(slots[I]))
+              std::remove_cvref_t<Ts>(std::forward<Ts>(components)),
           s.deferred().push_add(e, *infos[I], slots[I])),
          ...);
-    }(std::index_sequence_for<Ts...>{});
+    }
+    (std::index_sequence_for<Ts...>{});
 }
 
 template <class... Ts>
@@ -210,8 +216,10 @@ Entity World::spawn_permanent(Ts&&... components) {
     detail::Storage& s = *storage_;
     s.reserve_permanent(s.next_index());
     Entity e;
-    if constexpr (sizeof...(Ts) == 0) e = spawn();
-    else e = spawn(std::forward<Ts>(components)...);
+    if constexpr (sizeof...(Ts) == 0)
+        e = spawn();
+    else
+        e = spawn(std::forward<Ts>(components)...);
     s.set_permanent(e.index);
     return e;
 }
@@ -354,7 +362,7 @@ std::uint64_t World::tick_of(Entity e, bool added, const char* op) {
     if (loc.archetype == nullptr) detail::throw_lookup(*storage_, op, e, id);
     storage_->track(id);
     const detail::Column& col = loc.archetype->columns[static_cast<std::uint32_t>(loc.column)];
-    return added ? col.added[loc.row] : col.changed[loc.row];
+    return added ? col.added[loc.row] : col.changed_at(loc.row);
 }
 
 template <class T>
