@@ -10,8 +10,8 @@
 // rounding), and each pass rotates the position, keeping its length. One untimed pass is checked
 // first against the rotation computed directly.
 //
-// TODO(par_each): add `heavy_compute/tessera_par` (the same query through `par_each` on 2
-// workers) once par_each exists; BENCHMARKS.md judges it by its speedup over `tessera`.
+// `heavy_compute/tessera_par` is the same query through `par_each` on oneTBB's default arena
+// (2 workers here); BENCHMARKS.md judges it by its speedup over `tessera` in the same run.
 #include "common.hpp"
 #include "matrix.hpp"
 
@@ -90,7 +90,7 @@ void heavy_compute_raw(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kHeavyN));
 }
 
-void heavy_compute_tessera(benchmark::State& state) {
+void heavy_compute_run(benchmark::State& state, bool parallel) {
     tessera::World world;
     std::vector<tessera::Entity> handles;
     handles.reserve(kHeavyN);
@@ -99,7 +99,13 @@ void heavy_compute_tessera(benchmark::State& state) {
                                       Velocity{1, 1}));
     }
     auto query = world.query<Transform&, Position&>();  // built once, reused every pass
-    query.each(HeavyStep{});
+    const auto pass = [&] {
+        if (parallel)
+            query.par_each(HeavyStep{});
+        else
+            query.each(HeavyStep{});
+    };
+    pass();
     for (std::size_t i = 0; i < kHeavyN; ++i) {
         if (!rotated_once(i, world.get<Position>(handles[i]))) {
             state.SkipWithError("heavy_compute/tessera: positions not rotated by the matrix");
@@ -107,14 +113,22 @@ void heavy_compute_tessera(benchmark::State& state) {
         }
     }
     for (auto _ : state) {
-        query.each(HeavyStep{});
+        pass();
         benchmark::ClobberMemory();
     }
     state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kHeavyN));
 }
 
+void heavy_compute_tessera(benchmark::State& state) {
+    heavy_compute_run(state, false);
+}
+void heavy_compute_tessera_par(benchmark::State& state) {
+    heavy_compute_run(state, true);
+}
+
 BENCHMARK(heavy_compute_raw)->Name("heavy_compute/raw")->Apply(steady);
 BENCHMARK(heavy_compute_tessera)->Name("heavy_compute/tessera")->Apply(steady);
+BENCHMARK(heavy_compute_tessera_par)->Name("heavy_compute/tessera_par")->Apply(steady);
 
 }  // namespace
 }  // namespace tessera_bench

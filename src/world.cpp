@@ -52,8 +52,20 @@ Entity World::spawn() {
     return storage_->spawn_empty();
 }
 
+namespace detail {
+void check_not_parallel(const Storage& s, const char* op) {
+    if (s.parallel()) [[unlikely]] {
+        throw Error(errc::invalid_argument,
+                    std::string(op) +
+                        ": structural change from inside par_each; record it in a "
+                        "CommandBuffer per worker and apply it after the loop");
+    }
+}
+}  // namespace detail
+
 Entity World::spawn_deferred() {
     detail::Storage& s = *storage_;
+    detail::check_not_parallel(s, "World::spawn");
     s.deferred().reserve(1);
     const Entity e = s.spawn_pending();
     s.deferred().push(detail::Command::Kind::place, e);
@@ -68,6 +80,7 @@ bool World::despawn(Entity e) {
         throw Error(errc::permanent_entity, os.str());
     }
     if (s.deferring()) [[unlikely]] {
+        detail::check_not_parallel(s, "World::despawn");
         if (!is_alive(e) || s.despawn_pending(e)) return false;
         s.deferred().reserve(1);
         s.deferred().push(detail::Command::Kind::despawn, e);
@@ -86,6 +99,7 @@ bool World::despawn_pending(Entity e) const noexcept {
 
 bool World::remove_deferred(Entity e, std::span<const ComponentId> ids) {
     detail::Storage& s = *storage_;
+    detail::check_not_parallel(s, "World::remove");
     const detail::EntityRecord* r = s.record(e);
     if (r == nullptr) detail::throw_not_alive("World::remove", e, ids[0]);
     s.deferred().reserve(ids.size());

@@ -42,6 +42,9 @@ TARGETS: dict[str, float] = {
 RATIO_TARGETS: dict[str, float] = {
     "iter_simple/tessera": 1.05,
     "iter_simple/tessera_tracked": 1.15,
+    # Issue 3: par_each on 2 workers >= 1.9x faster than `each`; `each` runs at raw speed here,
+    # so the target is expressed against raw as 1 / 1.9.
+    "heavy_compute/tessera_par": round(1 / 1.9, 3),
 }
 
 # Scenario groups: one table each, in this order; scenarios not listed go to "other".

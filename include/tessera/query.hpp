@@ -9,6 +9,7 @@
 /// runs.
 #pragma once
 
+#include <tessera/detail/parallel.hpp>
 #include <tessera/detail/storage.hpp>
 #include <tessera/detail/type_list.hpp>
 #include <tessera/error.hpp>
@@ -432,6 +433,59 @@ public:
         defer.close();
     }
 
+    /// `each`, with the rows split across oneTBB workers (the calling thread helps). The result
+    /// is identical to `each` for callbacks that write only their own row's components.
+    /// Structural changes from the callback are an error (`invalid_argument`): record them in a
+    /// `CommandBuffer` per worker instead. The callback must be safe to call concurrently.
+    /// Allocates nothing in a steady state beyond what oneTBB's scheduler does.
+    template <class F>
+    void par_each(F&& fn) {
+        constexpr bool with_entity = detail::takes_entity_v<F, Terms...>;
+        static_assert(with_entity || std::is_invocable_v<F&, Terms...>,
+                      "tessera: Query::par_each's callback must take the query's terms, "
+                      "optionally after a leading tessera::Entity");
+        detail::Storage& s = state_.storage();
+        const std::span<const std::uint32_t> matched = state_.update();
+        // Row ranges of the non-empty tables, by prefix sum, so workers split rows evenly
+        // across table boundaries.
+        starts_.clear();
+        tables_.clear();
+        std::size_t total = 0;
+        for (const std::uint32_t index : matched) {
+            detail::Archetype& a = s.archetype(index);
+            if (a.size == 0) continue;
+            tables_.push_back(&a);
+            starts_.push_back(total);
+            total += a.size;
+        }
+        detail::DeferScope defer(s);
+        detail::ParallelScope parallel(s);
+        state_.begin_run();
+        const bool filtered = !state_.filters().empty();
+        if (!filtered) {
+            // Tables without enable flags on the terms are stamped whole; the others per row.
+            for (detail::Archetype* a : tables_) {
+                if (!gated(*a)) detail::stamp_written<Terms...>(s, *a);
+            }
+        }
+        detail::parallel_rows(total, [&](std::size_t begin, std::size_t end) {
+            std::size_t k = static_cast<std::size_t>(
+                std::upper_bound(starts_.begin(), starts_.end(), begin) - starts_.begin() - 1);
+            while (begin < end) {
+                detail::Archetype& a = *tables_[k];
+                const auto first = static_cast<std::uint32_t>(begin - starts_[k]);
+                const auto last =
+                    static_cast<std::uint32_t>(std::min<std::size_t>(end - starts_[k], a.size));
+                run_range<with_entity>(fn, s, a, first, last, filtered);
+                begin = starts_[k] + last;
+                ++k;
+            }
+        });
+        state_.end_run();
+        parallel.close();
+        defer.close();
+    }
+
     /// Calls `fn(chunk, spans...)` once per non-empty matching archetype, with one span per
     /// term (`std::span<T>` for `T&`/`T*` terms, empty when an optional one is absent;
     /// `std::span<const Entity>` for `Entity`). Change filters are not applied per row here
@@ -559,6 +613,14 @@ private:
         }
     }
 
+    // Whether some term's component has enable flags in `a`.
+    static bool gated(const detail::Archetype& a) noexcept {
+        if (!a.enableable) return false;
+        const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
+        return std::any_of(std::begin(flags), std::end(flags),
+                           [](const std::uint8_t* f) { return f != nullptr; });
+    }
+
     static bool enabled_row(const std::uint8_t* const* flags, std::uint32_t row) noexcept {
         for (std::size_t k = 0; k < sizeof...(Terms); ++k) {
             if (flags[k] != nullptr && flags[k][row] == 0) return false;
@@ -591,6 +653,30 @@ private:
         }
     }
 
+    // Rows [first, last) of `a`, with every per-row rule of `each` (flags, filters, stamps).
+    template <bool WithEntity, class F>
+    void run_range(F& fn, detail::Storage& s, detail::Archetype& a, std::uint32_t first,
+                   std::uint32_t last, bool filtered) {
+        const std::tuple<typename detail::term_traits<Terms>::pointer...> bases{
+            detail::term_base<Terms>(s, a)...};
+        const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
+        const bool gated =
+            a.enableable && std::any_of(std::begin(flags), std::end(flags),
+                                        [](const std::uint8_t* f) { return f != nullptr; });
+        if (!gated && !filtered) {
+            for (std::uint32_t i = first; i < last; ++i) {
+                call<WithEntity>(fn, a, bases, i, std::index_sequence_for<Terms...>{});
+            }
+            return;
+        }
+        for (std::uint32_t i = first; i < last; ++i) {
+            if (gated && !enabled_row(flags, i)) continue;
+            if (filtered && !state_.passes(a, i)) continue;
+            stamp_row(s, a, i);
+            call<WithEntity>(fn, a, bases, i, std::index_sequence_for<Terms...>{});
+        }
+    }
+
     template <bool WithEntity, class F, class Bases, std::size_t... I>
     static void run_rows(F& fn, const detail::Archetype& a, const Bases& bases, std::uint32_t n,
                          std::index_sequence<I...> seq) {
@@ -608,6 +694,9 @@ private:
     }
 
     detail::QueryState state_;
+    // par_each's scratch, kept between runs so a steady state allocates nothing.
+    std::vector<detail::Archetype*> tables_;
+    std::vector<std::size_t> starts_;
 };
 
 namespace detail {

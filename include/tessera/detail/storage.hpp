@@ -343,6 +343,9 @@ public:
 
     // ---- deferral: structural changes made while iterating are queued ----
     [[nodiscard]] bool deferring() const noexcept { return defer_depth_ != 0; }
+    /// Whether a `par_each` is running (structural calls are refused then).
+    [[nodiscard]] bool parallel() const noexcept { return parallel_; }
+    void set_parallel(bool on) noexcept { parallel_ = on; }
     void begin_defer() noexcept { ++defer_depth_; }
     /// Leaves one level; at the outermost, applies the queued commands in order (a command
     /// whose entity died meanwhile is skipped). A command that throws stays queued with the
@@ -438,6 +441,7 @@ private:
     CommandQueue deferred_;
     std::pmr::vector<std::uint64_t> permanent_;
     std::uint32_t defer_depth_ = 0;
+    bool parallel_ = false;
     std::uint32_t free_head_ = no_index;
     std::size_t free_count_ = 0;
     std::size_t alive_ = 0;

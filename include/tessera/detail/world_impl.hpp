@@ -194,6 +194,7 @@ void World::add_deferred(Entity e, Ts&&... components) {
     // Values move into the queue's stable storage now; the adds apply at the flush. Room for
     // every command and value is taken before any value is moved, so a bad_alloc queues nothing.
     detail::Storage& s = *storage_;
+    detail::check_not_parallel(s, "World::add");
     s.deferred().reserve(sizeof...(Ts));
     const ComponentInfo* infos[] = {
         &s.ensure_component(component_id<std::remove_cvref_t<Ts>>())...};
