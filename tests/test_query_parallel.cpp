@@ -1,6 +1,8 @@
 // Query::par_each: rows split across oneTBB workers (query.hpp). Run under TSan by `make tsan`.
 #include <tessera/tessera.hpp>
 
+#include "common/counting_resource.hpp"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -136,4 +138,18 @@ TEST(QueryParallel, ExceptionsPropagateToTheCaller) {
     std::size_t n = 0;
     q.each([&](const Position&) { ++n; });  // not left deferring or parallel
     EXPECT_EQ(n, w.count());
+}
+
+TEST(QueryParallel, SteadyStateAllocatesNothingFromTheWorld) {
+    ts::test::CountingResource mr;
+    ts::World w(&mr);
+    populate(w);
+    auto q = w.query<Position&, const Velocity&>();
+    q.par_each([](Position&, const Velocity&) {});  // warm-up: matching, scratch
+    const std::size_t before = mr.allocations;
+    for (int frame = 0; frame < 100; ++frame) {
+        q.par_each([](Position& p, const Velocity& v) { p.x += v.dx; });
+    }
+    // oneTBB's scheduler keeps its own task storage; the world and the query take nothing.
+    EXPECT_EQ(mr.allocations, before);
 }
