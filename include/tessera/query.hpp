@@ -318,9 +318,7 @@ public:
     /// Requires every one of `Ts` (not passed to the callback).
     template <class... Ts>
     Query& with() & {
-        (state_.spec.all.push_back(component_id<Ts>()), ...);
-        state_.reset();
-        return *this;
+        return add_ids<Ts...>(state_.spec.all);
     }
     template <class... Ts>
     Query&& with() && {
@@ -329,9 +327,7 @@ public:
     /// Excludes entities that have any of `Ts`.
     template <class... Ts>
     Query& without() & {
-        (state_.spec.none.push_back(component_id<Ts>()), ...);
-        state_.reset();
-        return *this;
+        return add_ids<Ts...>(state_.spec.none);
     }
     template <class... Ts>
     Query&& without() && {
@@ -340,9 +336,7 @@ public:
     /// Requires at least one of `Ts`.
     template <class... Ts>
     Query& any() & {
-        (state_.spec.any.push_back(component_id<Ts>()), ...);
-        state_.reset();
-        return *this;
+        return add_ids<Ts...>(state_.spec.any);
     }
     template <class... Ts>
     Query&& any() && {
@@ -587,6 +581,13 @@ public:
     [[nodiscard]] const QuerySpec& spec() const noexcept { return state_.spec; }
 
 private:
+    template <class... Ts>
+    Query& add_ids(std::vector<ComponentId>& list) {
+        (list.push_back(component_id<Ts>()), ...);
+        state_.reset();  // the spec changed: match again from the first archetype
+        return *this;
+    }
+
     template <class T>
     Query& filter(bool added, bool since_last_run, std::uint64_t tick) {
         static_assert(detail::track_changes_v<T>,
@@ -595,9 +596,7 @@ private:
         static_assert(!std::is_empty_v<T>, "tessera: tags carry no change ticks");
         // A row without T has no T to change: the filter implies with<T>().
         state_.add_filter({component_id<T>(), added, since_last_run, tick});
-        state_.spec.all.push_back(component_id<T>());
-        state_.reset();
-        return *this;
+        return add_ids<T>(state_.spec.all);
     }
 
     template <class Term>
