@@ -537,7 +537,8 @@ bool Storage::despawn(Entity e) noexcept {
         free_row(a, r.row);
     }
     r.archetype = dead_archetype;
-    r.generation = r.generation + 1 == 0 ? 1 : r.generation + 1;
+    // Generations wrap to 1; 0xFFFFFFFF is never used (it marks command-buffer placeholders).
+    r.generation = r.generation + 1 >= 0xFFFFFFFFu ? 1 : r.generation + 1;
     r.row = free_head_;
     free_head_ = e.index;
     ++free_count_;
@@ -674,23 +675,8 @@ void Storage::flush() {
                 break;
             case Command::Kind::add:
                 if (r != nullptr) {
-                    bool existed = false;
-                    const RowSlot slot = prepare_add_one(c->entity, c->id, existed, "World::add");
-                    const std::int32_t col = slot.archetype->slot(c->id);
-                    if (col >= 0) {
-                        Column& column = slot.archetype->columns[static_cast<std::uint32_t>(col)];
-                        std::byte* dst = column.data + std::size_t{slot.row} * column.size;
-                        if (existed && column.destroy != nullptr) column.destroy(dst, 1);
-                        if (column.relocate != nullptr)
-                            column.relocate(dst, c->value, 1);
-                        else
-                            std::memcpy(dst, c->value, column.size);
-                        c->value = nullptr;  // moved into the table
-                        if (existed)
-                            stamp_changed(*slot.archetype, slot.row, col);
-                        else
-                            stamp_added(slot, col);
-                    }
+                    add_value(c->entity, c->id, c->value, "World::add");
+                    c->value = nullptr;  // moved into the table
                 }
                 break;
         }
@@ -698,6 +684,28 @@ void Storage::flush() {
         c->value = nullptr;
         deferred_.pop();
     }
+}
+
+void Storage::add_value(Entity e, ComponentId id, std::byte* value, const char* op) {
+    bool existed = false;
+    const RowSlot slot = prepare_add_one(e, id, existed, op);
+    const std::int32_t col = slot.archetype->slot(id);
+    if (col < 0) {  // a tag: nothing to move, but the value object ends here
+        const ComponentInfo& ci = info(id);
+        if (ci.destroy != nullptr) ci.destroy(value, 1);
+        return;
+    }
+    Column& column = slot.archetype->columns[static_cast<std::uint32_t>(col)];
+    std::byte* dst = column.data + std::size_t{slot.row} * column.size;
+    if (existed && column.destroy != nullptr) column.destroy(dst, 1);
+    if (column.relocate != nullptr)
+        column.relocate(dst, value, 1);
+    else
+        std::memcpy(dst, value, column.size);
+    if (existed)
+        stamp_changed(*slot.archetype, slot.row, col);
+    else
+        stamp_added(slot, col);
 }
 
 void Storage::end_defer_noexcept() noexcept {

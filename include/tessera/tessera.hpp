@@ -2,6 +2,7 @@
 /// Includes every public header of tessera.
 #pragma once
 
+#include <tessera/commands.hpp>
 #include <tessera/component.hpp>
 #include <tessera/entity.hpp>
 #include <tessera/error.hpp>

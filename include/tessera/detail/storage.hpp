@@ -357,6 +357,9 @@ public:
     /// destructor): a failing command and the rest stay queued for the next flush.
     void end_defer_noexcept() noexcept;
     void flush();
+    /// Adds (or replaces) `id` on live `e`, relocating the value at `value` into the table (the
+    /// source is left destroyed). Throws like `prepare_add` before consuming the value.
+    void add_value(Entity e, ComponentId id, std::byte* value, const char* op);
     /// An entity that is alive but in no table yet (spawn while deferred); placed at the flush.
     Entity spawn_pending();
     [[nodiscard]] CommandQueue& deferred() noexcept { return deferred_; }
