@@ -1,4 +1,5 @@
 // World: the facade. Members forward to the storage in a line or two.
+#include <tessera/resource.hpp>
 #include <tessera/world.hpp>
 
 #include <sstream>
@@ -15,6 +16,12 @@ detail::Storage* make_storage(std::pmr::memory_resource* mr) {
         throw;
     }
 }
+void free_resources(detail::ResourceMap* r) noexcept {
+    if (r == nullptr) return;
+    std::pmr::memory_resource* mr = r->resource();
+    r->~ResourceMap();
+    mr->deallocate(r, sizeof(detail::ResourceMap), alignof(detail::ResourceMap));
+}
 void free_storage(detail::Storage* s) noexcept {
     if (s == nullptr) return;
     std::pmr::memory_resource* mr = s->resource();
@@ -29,15 +36,20 @@ World::World(std::pmr::memory_resource* resource)
     : storage_(make_storage(resource != nullptr ? resource : std::pmr::get_default_resource())) {}
 
 World::~World() {
+    free_resources(resources_);
     free_storage(storage_);
 }
 
-World::World(World&& other) noexcept : storage_(std::exchange(other.storage_, nullptr)) {}
+World::World(World&& other) noexcept
+    : storage_(std::exchange(other.storage_, nullptr)),
+      resources_(std::exchange(other.resources_, nullptr)) {}
 
 World& World::operator=(World&& other) noexcept {
     if (this != &other) {
+        free_resources(resources_);
         free_storage(storage_);
         storage_ = std::exchange(other.storage_, nullptr);
+        resources_ = std::exchange(other.resources_, nullptr);
     }
     return *this;
 }
@@ -52,7 +64,55 @@ Entity World::spawn() {
     return storage_->spawn_empty();
 }
 
+detail::ResourceMap& World::resources() {
+    if (resources_ == nullptr) {
+        std::pmr::memory_resource* mr = storage_->resource();
+        void* mem = mr->allocate(sizeof(detail::ResourceMap), alignof(detail::ResourceMap));
+        resources_ = ::new (mem) detail::ResourceMap(mr);
+    }
+    return *resources_;
+}
+
 namespace detail {
+
+ResourceMap::~ResourceMap() {
+    for (auto& [type, box] : boxes_) box.destroy(box.value, mr_);
+}
+
+void* ResourceMap::find(std::type_index type) const noexcept {
+    const auto it = boxes_.find(type);
+    return it == boxes_.end() ? nullptr : it->second.value;
+}
+
+void ResourceMap::put(std::type_index type, Box box) {
+    auto it = boxes_.find(type);
+    if (it != boxes_.end()) {
+        it->second.destroy(it->second.value, mr_);
+        it->second = box;
+        return;
+    }
+    try {
+        boxes_.emplace(type, box);
+    } catch (...) {
+        box.destroy(box.value, mr_);
+        throw;
+    }
+}
+
+bool ResourceMap::erase(std::type_index type) noexcept {
+    const auto it = boxes_.find(type);
+    if (it == boxes_.end()) return false;
+    it->second.destroy(it->second.value, mr_);
+    boxes_.erase(it);
+    return true;
+}
+
+void throw_missing_resource(std::string_view type) {
+    throw Error(errc::missing_resource, "World::resource<" + std::string(type) +
+                                            ">: the world has no " + std::string(type) +
+                                            " resource (insert_resource it first)");
+}
+
 void check_not_parallel(const Storage& s, const char* op) {
     if (s.parallel()) [[unlikely]] {
         throw Error(errc::invalid_argument,

@@ -8,4 +8,5 @@
 #include <tessera/error.hpp>
 #include <tessera/fwd.hpp>
 #include <tessera/query.hpp>
+#include <tessera/resource.hpp>
 #include <tessera/world.hpp>

@@ -11,13 +11,15 @@
 #include <memory_resource>
 #include <span>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace tessera {
 
 namespace detail {
 class Storage;
-}
+class ResourceMap;
+}  // namespace detail
 
 /// Entity lifetimes (moecs): a permanent entity lives as long as the world.
 enum class Lifetime : std::uint8_t {
@@ -212,6 +214,30 @@ public:
     /// `out` has grown to the number of matches it allocates nothing. O(archetypes).
     void collect_chunks(const QuerySpec& spec, std::vector<Chunk>& out);
 
+    // ----- resources (resource.hpp) -----
+
+    /// Stores `value` as the world's one resource of its type, replacing (and destroying) a
+    /// previous one; returns it. The value is never moved afterwards: references stay valid
+    /// until it is replaced or removed. Resources are destroyed with the world.
+    template <class T>
+    std::remove_cvref_t<T>& insert_resource(T&& value);
+    /// The resource of type `T`. @throws Error(missing_resource) naming the type.
+    template <class T>
+    T& resource();
+    template <class T>
+    const T& resource() const;
+    /// The resource of type `T`, or null.
+    template <class T>
+    T* try_resource() noexcept;
+    template <class T>
+    const T* try_resource() const noexcept;
+    /// Destroys the resource of type `T`; false when there was none.
+    template <class T>
+    bool remove_resource();
+    /// Whether a resource of type `T` exists.
+    template <class T>
+    [[nodiscard]] bool has_resource() const noexcept;
+
     // ----- ticks and introspection -----
 
     /// The current tick; starts at 1. Ticks are 64-bit and never wrap in practice (2^64 frames).
@@ -235,7 +261,10 @@ private:
     template <class T>
     T& checked(Entity e, const char* op) const;
 
+    detail::ResourceMap& resources();
+
     detail::Storage* storage_;
+    detail::ResourceMap* resources_ = nullptr;  ///< made on first insert_resource
 };
 
 namespace detail {

@@ -1,0 +1,110 @@
+/// @file resource.hpp
+/// Resources: one value per type, owned by the world (time, input, configuration, ...).
+#pragma once
+
+#include <tessera/component.hpp>
+#include <tessera/error.hpp>
+#include <tessera/world.hpp>
+
+#include <memory_resource>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <typeindex>
+#include <unordered_map>
+#include <utility>
+
+namespace tessera {
+
+namespace detail {
+
+/// The world's resources: one heap box per type, never moved once made (so any movable type
+/// works, whatever its move constructor may throw). Keyed by `std::type_index`: a lookup
+/// hashes once per call, which is fine for per-frame access but not per entity.
+class ResourceMap {
+public:
+    explicit ResourceMap(std::pmr::memory_resource* mr) : mr_(mr), boxes_(mr) {}
+    ~ResourceMap();
+    ResourceMap(const ResourceMap&) = delete;
+    ResourceMap& operator=(const ResourceMap&) = delete;
+
+    struct Box {
+        void* value;
+        void (*destroy)(void* value, std::pmr::memory_resource* mr) noexcept;
+    };
+    [[nodiscard]] void* find(std::type_index type) const noexcept;
+    /// Puts `box` under `type`, destroying a previous value; `box` is destroyed if this throws.
+    void put(std::type_index type, Box box);
+    bool erase(std::type_index type) noexcept;
+    [[nodiscard]] std::pmr::memory_resource* resource() const noexcept { return mr_; }
+
+private:
+    std::pmr::memory_resource* mr_;
+    std::pmr::unordered_map<std::type_index, Box> boxes_;
+};
+
+template <class T>
+void destroy_box(void* value, std::pmr::memory_resource* mr) noexcept {
+    static_cast<T*>(value)->~T();
+    mr->deallocate(value, sizeof(T), alignof(T));
+}
+
+[[noreturn]] void throw_missing_resource(std::string_view type);
+
+}  // namespace detail
+
+template <class T>
+std::remove_cvref_t<T>& World::insert_resource(T&& value) {
+    using U = std::remove_cvref_t<T>;
+    static_assert(std::is_move_constructible_v<U> || std::is_copy_constructible_v<U>,
+                  "tessera: a resource must be movable or copyable");
+    detail::ResourceMap& map = resources();
+    std::pmr::memory_resource* mr = map.resource();
+    void* mem = mr->allocate(sizeof(U), alignof(U));
+    U* made = nullptr;
+    try {
+        made = ::new (mem) U(std::forward<T>(value));
+    } catch (...) {
+        mr->deallocate(mem, sizeof(U), alignof(U));
+        throw;
+    }
+    map.put(std::type_index(typeid(U)), {made, &detail::destroy_box<U>});
+    return *made;
+}
+
+template <class T>
+T& World::resource() {
+    if (T* p = try_resource<T>()) return *p;
+    detail::throw_missing_resource(detail::raw_type_name<T>());
+}
+
+template <class T>
+const T& World::resource() const {
+    if (const T* p = try_resource<T>()) return *p;
+    detail::throw_missing_resource(detail::raw_type_name<T>());
+}
+
+template <class T>
+T* World::try_resource() noexcept {
+    return resources_ == nullptr ? nullptr
+                                 : static_cast<T*>(resources_->find(std::type_index(typeid(T))));
+}
+
+template <class T>
+const T* World::try_resource() const noexcept {
+    return resources_ == nullptr
+               ? nullptr
+               : static_cast<const T*>(resources_->find(std::type_index(typeid(T))));
+}
+
+template <class T>
+bool World::remove_resource() {
+    return resources_ != nullptr && resources_->erase(std::type_index(typeid(T)));
+}
+
+template <class T>
+bool World::has_resource() const noexcept {
+    return try_resource<T>() != nullptr;
+}
+
+}  // namespace tessera
