@@ -22,47 +22,7 @@
 // ---------------------------------------------------------------------------------------------
 // Global operator new counter, to prove that world operations on trivially copyable components
 // allocate nothing outside the world's resource.
-namespace {
-thread_local std::size_t g_global_news = 0;
-thread_local int g_in_resource = 0;  // allocations made by the test's resource itself don't count
-struct InResource {
-    InResource() { ++g_in_resource; }
-    ~InResource() { --g_in_resource; }
-    InResource(const InResource&) = delete;
-    InResource& operator=(const InResource&) = delete;
-};
-}  // namespace
-
-// The replacements pair malloc with free; GCC cannot see that through inlining.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void* operator new(std::size_t size) {
-    if (g_in_resource == 0) ++g_global_news;
-    if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-    throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) {
-    if (g_in_resource == 0) ++g_global_news;
-    if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-    throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-    std::free(p);
-}
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+#include "common/global_new_counter.hpp"
 
 namespace {
 
@@ -87,7 +47,7 @@ public:
 
 private:
     void* do_allocate(std::size_t bytes, std::size_t align) override {
-        const InResource guard;
+        const tessera::test::Uncounted guard;
         if (armed_ && --countdown_ == 0) {
             armed_ = false;
             fired_ = true;
@@ -101,7 +61,7 @@ private:
     }
 
     void do_deallocate(void* p, std::size_t bytes, std::size_t align) override {
-        const InResource guard;
+        const tessera::test::Uncounted guard;
         auto it = blocks_.find(p);
         if (it == blocks_.end() || it->second.bytes != bytes || it->second.align != align) {
             // Unknown pointer, double free, or size/alignment that differ from the allocation.
@@ -528,7 +488,7 @@ TEST(FaultInjection, WorldOperationsAllocateOnlyFromTheResource) {
 
     std::vector<tessera::Entity> ents;
     ents.reserve(4000);
-    const std::size_t reserved = g_global_news;
+    const std::size_t reserved = tessera::test::global_news;
     for (int i = 0; i < 3000; ++i) ents.push_back(w.spawn(A{i}, B{1, 2}));
     for (std::size_t i = 0; i < ents.size(); i += 2) w.add(ents[i], Wide{{1, 2, 3}});
     for (std::size_t i = 0; i < ents.size(); i += 3) w.add<Tag>(ents[i]);
@@ -538,7 +498,7 @@ TEST(FaultInjection, WorldOperationsAllocateOnlyFromTheResource) {
     w.set(ents[11], A{5});
     for (std::size_t i = 0; i < ents.size(); i += 5) (void)w.despawn(ents[i]);
     for (int i = 0; i < 500; ++i) ents.push_back(w.spawn(A{i}, B{1, 2}));
-    const std::size_t after = g_global_news;
+    const std::size_t after = tessera::test::global_news;
     EXPECT_EQ(after - reserved, 0u) << "World operations allocated with global operator new";
 }
 

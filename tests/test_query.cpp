@@ -22,43 +22,7 @@
 #include <vector>
 
 // ---------------------------------------------------------------------------------------------
-// Global operator new counter, to prove that steady-state iteration allocates nothing outside
-// the world's resource either. (Each tests/test_*.cpp is its own executable, so replacing the
-// global allocation functions here affects only this file's tests.)
-namespace {
-thread_local std::size_t g_global_news = 0;
-}  // namespace
-
-// The replacements pair malloc with free; GCC cannot see that through inlining.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void* operator new(std::size_t size) {
-    ++g_global_news;
-    if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-    throw std::bad_alloc();
-}
-void* operator new[](std::size_t size) {
-    ++g_global_news;
-    if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-    throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p) noexcept {
-    std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-    std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-    std::free(p);
-}
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+#include "common/global_new_counter.hpp"
 
 namespace ts = tessera;
 using ts::test::CountingResource;
@@ -899,14 +863,14 @@ TEST(Query, CollectChunksAllocatesNothingAfterWarmUp) {
     ASSERT_GT(expected, 0u);
 
     const std::size_t resource_before = mr.allocations;
-    const std::size_t global_before = g_global_news;
+    const std::size_t global_before = tessera::test::global_news;
     std::size_t rows = 0;
     for (int i = 0; i < 1000; ++i) {
         w.collect_chunks(i % 2 == 0 ? built : aggregate, out);
         for (const ts::Chunk& c : out) rows += c.count();
     }
     const std::size_t resource_allocs = mr.allocations - resource_before;
-    const std::size_t global_allocs = g_global_news - global_before;
+    const std::size_t global_allocs = tessera::test::global_news - global_before;
     EXPECT_EQ(resource_allocs, 0u);
     EXPECT_EQ(global_allocs, 0u);
     EXPECT_EQ(out.size(), expected);
@@ -932,7 +896,7 @@ TEST(Query, EachEachChunkChunksAndCountAllocateNothingAfterWarmUp) {
     for (ts::Chunk& c : movers.chunks()) (void)c;
 
     const std::size_t resource_before = mr.allocations;
-    const std::size_t global_before = g_global_news;
+    const std::size_t global_before = tessera::test::global_news;
     float sum = 0;
     std::size_t changed_rows = 0, counted = 0;
     for (int i = 0; i < 1000; ++i) {
@@ -947,7 +911,7 @@ TEST(Query, EachEachChunkChunksAndCountAllocateNothingAfterWarmUp) {
         w.advance_tick();
     }
     const std::size_t resource_allocs = mr.allocations - resource_before;
-    const std::size_t global_allocs = g_global_news - global_before;
+    const std::size_t global_allocs = tessera::test::global_news - global_before;
     EXPECT_EQ(resource_allocs, 0u);
     EXPECT_EQ(global_allocs, 0u);
     EXPECT_GT(sum, 0.0f);
