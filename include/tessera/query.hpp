@@ -397,31 +397,10 @@ public:
         const bool filtered = !state_.filters().empty();
         for (const std::uint32_t index : matched) {
             detail::Archetype& a = s.archetype(index);
-            const std::uint32_t n = a.size;
-            if (n == 0) continue;
-            const std::tuple<typename detail::term_traits<Terms>::pointer...> bases{
-                detail::term_base<Terms>(s, a)...};
-            const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
-            const bool gated =
-                a.enableable && std::any_of(std::begin(flags), std::end(flags),
-                                            [](const std::uint8_t* f) { return f != nullptr; });
-            if (gated) {
-                // Some term's component is enableable here: test every row's flags.
-                for (std::uint32_t i = 0; i < n; ++i) {
-                    if (!enabled_row(flags, i) || (filtered && !state_.passes(a, i))) continue;
-                    stamp_row(s, a, i);
-                    call<with_entity>(fn, a, bases, i, std::index_sequence_for<Terms...>{});
-                }
-            } else if (!filtered) {
-                detail::stamp_written<Terms...>(s, a);
-                run_rows<with_entity>(fn, a, bases, n, std::index_sequence_for<Terms...>{});
-            } else {
-                for (std::uint32_t i = 0; i < n; ++i) {
-                    if (!state_.passes(a, i)) continue;
-                    stamp_row(s, a, i);
-                    call<with_entity>(fn, a, bases, i, std::index_sequence_for<Terms...>{});
-                }
-            }
+            if (a.size == 0) continue;
+            // Tables without enable flags on the terms are stamped whole; the others per row.
+            if (!filtered && !gated(a)) detail::stamp_written<Terms...>(s, a);
+            run_range<with_entity>(fn, s, a, 0, a.size, filtered);
         }
         state_.end_run();
         defer.close();
@@ -658,18 +637,14 @@ private:
                    std::uint32_t last, bool filtered) {
         const std::tuple<typename detail::term_traits<Terms>::pointer...> bases{
             detail::term_base<Terms>(s, a)...};
-        const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
-        const bool gated =
-            a.enableable && std::any_of(std::begin(flags), std::end(flags),
-                                        [](const std::uint8_t* f) { return f != nullptr; });
-        if (!gated && !filtered) {
-            for (std::uint32_t i = first; i < last; ++i) {
-                call<WithEntity>(fn, a, bases, i, std::index_sequence_for<Terms...>{});
-            }
+        const bool gate = gated(a);
+        if (!gate && !filtered) {
+            run_rows<WithEntity>(fn, a, bases, first, last, std::index_sequence_for<Terms...>{});
             return;
         }
+        const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
         for (std::uint32_t i = first; i < last; ++i) {
-            if (gated && !enabled_row(flags, i)) continue;
+            if (gate && !enabled_row(flags, i)) continue;
             if (filtered && !state_.passes(a, i)) continue;
             stamp_row(s, a, i);
             call<WithEntity>(fn, a, bases, i, std::index_sequence_for<Terms...>{});
@@ -677,12 +652,12 @@ private:
     }
 
     template <bool WithEntity, class F, class Bases, std::size_t... I>
-    static void run_rows(F& fn, const detail::Archetype& a, const Bases& bases, std::uint32_t n,
-                         std::index_sequence<I...> seq) {
+    static void run_rows(F& fn, const detail::Archetype& a, const Bases& bases, std::uint32_t first,
+                         std::uint32_t last, std::index_sequence<I...> seq) {
         // Column bases live in locals so the compiler keeps them in registers and vectorises.
         const Entity* const entities = a.entities;
         const std::tuple<typename detail::term_traits<Terms>::pointer...> local = bases;
-        for (std::uint32_t i = 0; i < n; ++i) {
+        for (std::uint32_t i = first; i < last; ++i) {
             if constexpr (WithEntity) {
                 fn(entities[i], detail::term_arg<Terms>(std::get<I>(local), i)...);
             } else {
