@@ -22,7 +22,11 @@ void CommandQueue::reserve(std::size_t n) {
 }
 
 void CommandQueue::push(Command::Kind kind, Entity e, ComponentId id) noexcept {
-    commands_.push_back(Command{kind, e, id, nullptr, nullptr});
+    commands_.push_back(Command{kind, 0, e, id, nullptr, nullptr});
+}
+
+void CommandQueue::push_place(Entity e, std::uint16_t group) noexcept {
+    commands_.push_back(Command{Command::Kind::place, group, e, {}, nullptr, nullptr});
 }
 
 std::byte* CommandQueue::allocate_value(const ComponentInfo& info) {
@@ -45,7 +49,7 @@ std::byte* CommandQueue::allocate_value(const ComponentInfo& info) {
 }
 
 void CommandQueue::push_add(Entity e, const ComponentInfo& info, std::byte* value) noexcept {
-    commands_.push_back(Command{Command::Kind::add, e, info.id, &info, value});
+    commands_.push_back(Command{Command::Kind::add, 0, e, info.id, &info, value});
 }
 
 void CommandQueue::pop() noexcept {

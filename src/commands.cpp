@@ -47,42 +47,50 @@ std::size_t CommandBuffer::apply(World& world, on_dead policy) {
             // Placeholders always come from an earlier spawn command of this buffer.
             e = e.index < resolved_.size() ? resolved_[e.index] : Entity::null();
         }
-        const bool alive = world.is_alive(e);
-        bool took_effect = false;
+        std::size_t took = 0;
         switch (c->kind) {
             case detail::Command::Kind::place: {
-                const Entity made = world.spawn();
-                if (resolved_.size() <= c->entity.index) resolved_.resize(c->entity.index + 1);
-                resolved_[c->entity.index] = made;
-                took_effect = true;
-                break;
+                const std::uint32_t placeholder = c->entity.index;
+                if (resolved_.size() <= placeholder) resolved_.resize(placeholder + 1);
+                const Entity made = s.spawn_pending();
+                try {
+                    took = s.apply_front(queue_, made);  // places it with its components
+                } catch (...) {
+                    if (s.record(made) != nullptr &&
+                        s.record(made)->archetype == detail::pending_archetype) {
+                        s.despawn(made);  // not placed: the command stays for a later apply
+                        throw;
+                    }
+                    resolved_[placeholder] = made;
+                    throw;
+                }
+                resolved_[placeholder] = made;
+                applied += took;
+                continue;
             }
-            case detail::Command::Kind::despawn: took_effect = alive && world.despawn(e); break;
-            case detail::Command::Kind::add:
-                if (!alive && policy == on_dead::raise) {
-                    detail::throw_not_alive("CommandBuffer::add", e, c->id);
-                }
-                if (alive) {
-                    s.ensure_component(c->id);  // registers the type in this world
-                    s.add_value(e, c->id, c->value, "CommandBuffer::add");
-                    c->value = nullptr;  // moved into the world
-                    took_effect = true;
+            case detail::Command::Kind::despawn:
+                if (s.permanent(e.index) && world.is_alive(e)) {
+                    std::ostringstream os;
+                    os << "CommandBuffer::despawn: entity " << e
+                       << " is permanent (spawned with spawn_permanent)";
+                    throw Error(errc::permanent_entity, os.str());
                 }
                 break;
+            case detail::Command::Kind::add:
             case detail::Command::Kind::remove:
-                if (!alive && policy == on_dead::raise) {
-                    detail::throw_not_alive("CommandBuffer::remove", e, c->id);
+                if (!world.is_alive(e) && policy == on_dead::raise) {
+                    detail::throw_not_alive(c->kind == detail::Command::Kind::add
+                                                ? "CommandBuffer::add"
+                                                : "CommandBuffer::remove",
+                                            e, c->id);
                 }
-                took_effect = alive && s.remove_one(e, c->id, "CommandBuffer::remove");
+                if (c->kind == detail::Command::Kind::add && world.is_alive(e))
+                    s.ensure_component(c->id);  // registers the type in this world
                 break;
         }
-        if (c->value != nullptr && c->info->destroy != nullptr) c->info->destroy(c->value, 1);
-        c->value = nullptr;
-        queue_.pop();
-        if (took_effect)
-            ++applied;
-        else
-            ++skipped_;
+        took = s.apply_front(queue_, e);
+        applied += took;
+        skipped_ += took == 0 ? 1 : 0;
     }
     complete_ = true;
     return applied;

@@ -3,6 +3,7 @@
 // Every mutating function first does everything that can fail (allocation, archetype creation,
 // reserving rows and entity slots) and only then changes state with operations that cannot
 // throw, which is how the strong guarantee holds, std::bad_alloc included.
+#include <tessera/detail/observe.hpp>
 #include <tessera/detail/storage.hpp>
 #include <tessera/error.hpp>
 
@@ -100,7 +101,8 @@ Storage::Storage(std::pmr::memory_resource* mr)
       bundles_(mr),
       bundle_slots_(mr),
       deferred_(mr),
-      permanent_(mr) {
+      permanent_(mr),
+      spawned_(mr) {
     try {
         create_archetype({});  // dead_archetype: the sentinel of free entity slots
         create_archetype({});  // empty_archetype
@@ -165,6 +167,7 @@ const ComponentInfo& Storage::ensure_component(ComponentId id) {
             reinterpret_cast<std::byte**>(allocate(cap * sizeof(std::byte*), alignof(std::byte*)));
         wc.column_capacity = static_cast<std::uint32_t>(cap);
         wc.column_count = 0;
+        wc.observed = observe_all_;
         wc.info = &info;
     }
     return *wc.info;
@@ -198,6 +201,7 @@ Archetype& Storage::create_archetype(std::span<const ComponentId> ids) {
     }
     for (ComponentId id : ids) {
         const ComponentInfo& ci = info(id);
+        a->observed = a->observed || components_[id.value].observed;
         if (ci.is_tag()) {
             a->slot_table()[id.value] = slot_tag;
             continue;
@@ -214,6 +218,7 @@ Archetype& Storage::create_archetype(std::span<const ComponentId> ids) {
         a->columns.push_back(col);
     }
     a->index = index;
+    a->observed = a->observed || observe_all_;
     for (ComponentId id : ids) {
         WorldComponent& wc = components_[id.value];
         std::fill(wc.columns + wc.column_count, wc.columns + index + 1, nullptr);
@@ -609,11 +614,15 @@ bool Storage::remove(Entity e, std::span<const ComponentId> ids, const char* op)
     if (std::none_of(ids.begin(), ids.end(), [&](ComponentId id) { return from.contains(id); })) {
         return false;
     }
-    Archetype& to = ids.size() == 1 ? remove_edge(from, ids[0])
-                                    : archetype_for(merged_set(from, ids, false, mr_));
+    Archetype& to = removal_target(from, ids);
     reserve_rows(to, 1);
     move_entity(e, *r, to);
     return true;
+}
+
+Archetype& Storage::removal_target(Archetype& from, std::span<const ComponentId> ids) {
+    return ids.size() == 1 ? remove_edge(from, ids[0])
+                           : archetype_for(merged_set(from, ids, false, mr_));
 }
 
 [[noreturn]] void throw_missing(const char* op, Entity e, ComponentId id);
@@ -645,6 +654,18 @@ Entity Storage::spawn_pending() {
     return Entity{index, r.generation};
 }
 
+void Storage::set_observation(bool any, bool all, std::span<const std::uint8_t> by_id) noexcept {
+    observed_ = any;
+    observe_all_ = all;
+    for (std::size_t i = 0; i < components_.size(); ++i)
+        components_[i].observed = all || (i < by_id.size() && by_id[i] != 0);
+    for (Archetype* a : archetypes_) {
+        a->observed = all || std::any_of(a->ids.begin(), a->ids.end(), [this](ComponentId id) {
+                          return components_[id.value].observed;
+                      });
+    }
+}
+
 void Storage::reserve_permanent(std::uint32_t index) {
     if (index / 64 >= permanent_.size()) {
         permanent_.resize(std::max<std::size_t>(index / 64 + 1, permanent_.size() * 2), 0);
@@ -659,41 +680,86 @@ bool Storage::despawn_pending(Entity e) const noexcept {
 }
 
 void Storage::flush() {
-    while (Command* c = deferred_.front()) {
-        const EntityRecord* r = record(c->entity);
-        switch (c->kind) {
-            case Command::Kind::place:
-                if (r != nullptr && r->archetype == pending_archetype) {
-                    Archetype& empty = *archetypes_[empty_archetype];
-                    reserve_rows(empty, 1);
-                    move_entity(c->entity, *r, empty);
-                }
-                break;
-            case Command::Kind::despawn: despawn(c->entity); break;
-            case Command::Kind::remove:
-                if (r != nullptr) remove_one(c->entity, c->id, "World::remove");
-                break;
-            case Command::Kind::add:
-                if (r != nullptr) {
-                    add_value(c->entity, c->id, c->value, "World::add");
-                    c->value = nullptr;  // moved into the table
-                }
-                break;
-        }
-        if (c->value != nullptr && c->info->destroy != nullptr) c->info->destroy(c->value, 1);
-        c->value = nullptr;
-        deferred_.pop();
-    }
+    // Observers of the changes applied here queue their own changes behind the rest, so one
+    // loop applies everything: no recursion however long the chain of reactions.
+    ++defer_depth_;
+    struct Leave {
+        Storage* s;
+        ~Leave() { --s->defer_depth_; }
+    } leave{this};
+    while (Command* c = deferred_.front()) apply_front(deferred_, c->entity);
 }
 
-void Storage::add_value(Entity e, ComponentId id, std::byte* value, const char* op) {
+std::size_t Storage::apply_front(CommandQueue& q, Entity target) {
+    const Command cmd = *q.front();  // the queue may grow (and move) while observers run
+    const EntityRecord* r = record(target);
+    auto drop = [&q] {  // pops the front command, destroying a value it still owns
+        Command& c = *q.front();
+        if (c.value != nullptr && c.info->destroy != nullptr) c.info->destroy(c.value, 1);
+        c.value = nullptr;
+        q.pop();
+    };
+    switch (cmd.kind) {
+        case Command::Kind::place: {
+            if (r == nullptr || r->archetype != pending_archetype) {
+                drop();
+                return 0;
+            }
+            Archetype& empty = *archetypes_[empty_archetype];
+            reserve_rows(empty, 1);
+            move_entity(target, *r, empty);
+            q.pop();
+            std::size_t applied = 1;
+            for (std::uint16_t k = 0; k < cmd.group; ++k, ++applied) {  // the spawn's components
+                if (q.front() == nullptr || q.front()->kind != Command::Kind::add ||
+                    q.front()->entity != cmd.entity) {
+                    break;  // its values failed to queue
+                }
+                Command& add = *q.front();
+                add_value(target, add.id, add.value, "World::spawn");
+                add.value = nullptr;  // moved into the table
+                q.pop();
+            }
+            if (observed_ && (observe_all_ || archetypes_[record(target)->archetype]->observed))
+                notify_spawned(*this, target);
+            return applied;
+        }
+        case Command::Kind::despawn: q.pop(); return detail::despawn(*this, target) ? 1 : 0;
+        case Command::Kind::remove: {
+            if (r == nullptr || !archetypes_[r->archetype]->contains(cmd.id)) {
+                drop();
+                return 0;
+            }
+            // Everything that can fail happens while the command is still queued.
+            const ComponentId one[] = {cmd.id};
+            reserve_rows(removal_target(*archetypes_[r->archetype], one), 1);
+            q.pop();
+            return detail::remove_one(*this, target, cmd.id, "World::remove") ? 1 : 0;
+        }
+        case Command::Kind::add: {
+            if (r == nullptr) {
+                drop();
+                return 0;
+            }
+            const std::uint32_t from = r->archetype;
+            const bool existed = add_value(target, cmd.id, cmd.value, "World::add");
+            q.front()->value = nullptr;  // moved into the table
+            q.pop();
+            if (observes(cmd.id)) notify_added(*this, target, from, {&cmd.id, 1}, &existed);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+bool Storage::add_value(Entity e, ComponentId id, std::byte* value, const char* op) {
     bool existed = false;
     const RowSlot slot = prepare_add_one(e, id, existed, op);
     const std::int32_t col = slot.archetype->slot(id);
     if (col < 0) {  // a tag: nothing to move, but the value object ends here
         const ComponentInfo& ci = info(id);
         if (ci.destroy != nullptr) ci.destroy(value, 1);
-        return;
+        return existed;
     }
     Column& column = slot.archetype->columns[static_cast<std::uint32_t>(col)];
     std::byte* dst = column.data + std::size_t{slot.row} * column.size;
@@ -706,6 +772,7 @@ void Storage::add_value(Entity e, ComponentId id, std::byte* value, const char* 
         stamp_changed(*slot.archetype, slot.row, col);
     else
         stamp_added(slot, col);
+    return existed;
 }
 
 void Storage::end_defer_noexcept() noexcept {

@@ -33,7 +33,9 @@ void free_storage(detail::Storage* s) noexcept {
 World::World() : World(std::pmr::get_default_resource()) {}
 
 World::World(std::pmr::memory_resource* resource)
-    : storage_(make_storage(resource != nullptr ? resource : std::pmr::get_default_resource())) {}
+    : storage_(make_storage(resource != nullptr ? resource : std::pmr::get_default_resource())) {
+    storage_->set_owner(this);
+}
 
 World::~World() {
     free_resources(resources_);
@@ -42,7 +44,9 @@ World::~World() {
 
 World::World(World&& other) noexcept
     : storage_(std::exchange(other.storage_, nullptr)),
-      resources_(std::exchange(other.resources_, nullptr)) {}
+      resources_(std::exchange(other.resources_, nullptr)) {
+    if (storage_ != nullptr) storage_->set_owner(this);
+}
 
 World& World::operator=(World&& other) noexcept {
     if (this != &other) {
@@ -50,6 +54,7 @@ World& World::operator=(World&& other) noexcept {
         free_storage(storage_);
         storage_ = std::exchange(other.storage_, nullptr);
         resources_ = std::exchange(other.resources_, nullptr);
+        if (storage_ != nullptr) storage_->set_owner(this);
     }
     return *this;
 }
@@ -61,7 +66,10 @@ std::pmr::memory_resource* World::memory_resource() const noexcept {
 Entity World::spawn() {
     if (storage_->deferring()) [[unlikely]]
         return spawn_deferred();
-    return storage_->spawn_empty();
+    const Entity e = storage_->spawn_empty();
+    if (storage_->observes_spawns()) [[unlikely]]
+        detail::notify_spawned(*storage_, e);
+    return e;
 }
 
 detail::ResourceMap& World::resources() {
@@ -75,44 +83,6 @@ detail::ResourceMap& World::resources() {
 
 namespace detail {
 
-ResourceMap::~ResourceMap() {
-    for (auto& [type, box] : boxes_) box.destroy(box.value, mr_);
-}
-
-void* ResourceMap::find(std::type_index type) const noexcept {
-    const auto it = boxes_.find(type);
-    return it == boxes_.end() ? nullptr : it->second.value;
-}
-
-void ResourceMap::put(std::type_index type, Box box) {
-    auto it = boxes_.find(type);
-    if (it != boxes_.end()) {
-        it->second.destroy(it->second.value, mr_);
-        it->second = box;
-        return;
-    }
-    try {
-        boxes_.emplace(type, box);
-    } catch (...) {
-        box.destroy(box.value, mr_);
-        throw;
-    }
-}
-
-bool ResourceMap::erase(std::type_index type) noexcept {
-    const auto it = boxes_.find(type);
-    if (it == boxes_.end()) return false;
-    it->second.destroy(it->second.value, mr_);
-    boxes_.erase(it);
-    return true;
-}
-
-void throw_missing_resource(std::string_view type) {
-    throw Error(errc::missing_resource, "World::resource<" + std::string(type) +
-                                            ">: the world has no " + std::string(type) +
-                                            " resource (insert_resource it first)");
-}
-
 void check_not_parallel(const Storage& s, const char* op) {
     if (s.parallel()) [[unlikely]] {
         throw Error(errc::invalid_argument,
@@ -123,12 +93,12 @@ void check_not_parallel(const Storage& s, const char* op) {
 }
 }  // namespace detail
 
-Entity World::spawn_deferred() {
+Entity World::spawn_deferred(std::uint16_t components) {
     detail::Storage& s = *storage_;
     detail::check_not_parallel(s, "World::spawn");
     s.deferred().reserve(1);
     const Entity e = s.spawn_pending();
-    s.deferred().push(detail::Command::Kind::place, e);
+    s.deferred().push_place(e, components);
     return e;
 }
 
@@ -146,7 +116,7 @@ bool World::despawn(Entity e) {
         s.deferred().push(detail::Command::Kind::despawn, e);
         return true;
     }
-    return s.despawn(e);
+    return detail::despawn(s, e);
 }
 
 bool World::is_permanent(Entity e) const noexcept {

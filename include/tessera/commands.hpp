@@ -145,7 +145,7 @@ Entity CommandBuffer::spawn(Ts&&... components) {
     begin_record();
     queue_.reserve(1 + sizeof...(Ts));
     const Entity p = next_placeholder();
-    queue_.push(detail::Command::Kind::place, p);
+    queue_.push_place(p, sizeof...(Ts));
     if constexpr (sizeof...(Ts) > 0) record_adds(p, std::forward<Ts>(components)...);
     return p;
 }

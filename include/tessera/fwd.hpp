@@ -12,6 +12,9 @@ struct ComponentInfo;
 class Error;
 enum class errc : std::uint8_t;
 class World;
+class EventCursor;
+template <class T>
+class Events;
 template <class T>
 struct component_traits;
 

@@ -13,6 +13,7 @@
 #include <tessera/detail/storage.hpp>
 #include <tessera/detail/type_list.hpp>
 #include <tessera/error.hpp>
+#include <tessera/observer.hpp>
 #include <tessera/world.hpp>
 
 #include <algorithm>
@@ -558,6 +559,22 @@ public:
 
     /// The untyped spec the query matches with (its terms and filters).
     [[nodiscard]] const QuerySpec& spec() const noexcept { return state_.spec; }
+
+    /// Calls `fn(World&, Entity)` when an entity starts matching the query's terms (spawn, add,
+    /// remove; change filters and enable flags don't count). Entities that match when it is
+    /// registered don't fire. The subscription copies the terms: it outlives this object.
+    template <class F>
+    [[nodiscard]] Observer on_enter(F&& fn) {
+        return detail::observe_query(state_.storage(), Event::enter, state_.spec,
+                                     std::forward<F>(fn));
+    }
+    /// Calls `fn(World&, Entity)` when an entity stops matching (before a despawn, after a
+    /// remove or add).
+    template <class F>
+    [[nodiscard]] Observer on_exit(F&& fn) {
+        return detail::observe_query(state_.storage(), Event::exit, state_.spec,
+                                     std::forward<F>(fn));
+    }
 
 private:
     template <class... Ts>

@@ -6,6 +6,7 @@
 #include <tessera/component.hpp>
 #include <tessera/entity.hpp>
 #include <tessera/error.hpp>
+#include <tessera/events.hpp>
 #include <tessera/fwd.hpp>
 #include <tessera/query.hpp>
 #include <tessera/resource.hpp>

@@ -31,6 +31,10 @@ template <class... Terms>
 class Query;
 struct QuerySpec;
 class Chunk;
+template <class T>
+class Events;
+class Observer;
+class Observers;
 
 /// The container of entities and their components.
 ///
@@ -193,6 +197,12 @@ public:
     template <class T>
     [[nodiscard]] bool is_enabled(Entity e) const;
 
+    /// Announces that `e`'s `T` was written through `get_mut` (or a query term): fires the
+    /// `on_set<T>` observers and marks it changed. @throws Error(not_alive),
+    /// Error(missing_component)
+    template <class T>
+    void modified(Entity e);
+
     /// Records `T`'s `ComponentInfo` in this world up front (otherwise done on first use).
     template <class T>
     ComponentId register_component();
@@ -238,6 +248,45 @@ public:
     template <class T>
     [[nodiscard]] bool has_resource() const noexcept;
 
+    // ----- observers (observer.hpp) -----
+    //
+    // Each returns an `Observer` handle that unsubscribes when destroyed or reset. Callbacks
+    // take `(World&, Entity)` or, for component events, `(World&, Entity, T&)`.
+
+    /// Calls `fn` after `T` is added to an entity (spawn included), its value in place.
+    template <class T, class F>
+    [[nodiscard]] Observer on_add(F&& fn);
+    /// Calls `fn` before `T` is removed from an entity (despawn included): the value is still
+    /// readable.
+    template <class T, class F>
+    [[nodiscard]] Observer on_remove(F&& fn);
+    /// Calls `fn` after `T`'s value is written by `set`, `add` of a present `T`,
+    /// `set_if_changed` when it wrote, and `modified<T>`.
+    template <class T, class F>
+    [[nodiscard]] Observer on_set(F&& fn);
+    /// Calls `fn(World&, Entity)` after an entity is spawned, with its components in place.
+    template <class F>
+    [[nodiscard]] Observer on_spawn(F&& fn);
+    /// Calls `fn(World&, Entity)` before an entity is despawned: its components are readable.
+    template <class F>
+    [[nodiscard]] Observer on_despawn(F&& fn);
+    /// The switches of the world's observers (per event kind, per event kind and type).
+    [[nodiscard]] Observers observers();
+
+    // ----- events (events.hpp) -----
+
+    /// Appends `event` to the world's `Events<T>` queue (made on first use). It can be read for
+    /// two `update_events()` calls.
+    template <class T>
+    void send_event(T&& event);
+    /// The event queue of `T`, made on first use. It lives as long as the world (a resource).
+    template <class T>
+    Events<T>& events();
+    /// Calls `update()` on every event queue of the world, in the order they were made: the
+    /// older buffer is dropped and the newer becomes the older. `Schedule::run` does this once
+    /// at the end of each frame; outside schedules the program calls it.
+    void update_events();
+
     // ----- ticks and introspection -----
 
     /// The current tick; starts at 1. Ticks are 64-bit and never wrap in practice (2^64 frames).
@@ -252,7 +301,7 @@ public:
     [[nodiscard]] const detail::Storage& storage() const noexcept { return *storage_; }
 
 private:
-    Entity spawn_deferred();
+    Entity spawn_deferred(std::uint16_t components = 0);
     bool remove_deferred(Entity e, std::span<const ComponentId> ids);
     template <class... Ts>
     void add_deferred(Entity e, Ts&&... components);

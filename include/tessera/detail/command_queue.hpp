@@ -18,6 +18,7 @@ namespace tessera::detail {
 struct Command {
     enum class Kind : std::uint8_t { place, despawn, add, remove };
     Kind kind;
+    std::uint16_t group = 0;  ///< place: how many `add`s right behind it belong to the spawn
     Entity entity;
     ComponentId id;             ///< add / remove
     const ComponentInfo* info;  ///< add: the value's hooks
@@ -40,6 +41,8 @@ public:
     void reserve(std::size_t n);
     /// Records a command without a value. Precondition: room reserved (no throw then).
     void push(Command::Kind kind, Entity e, ComponentId id = {}) noexcept;
+    /// Records a spawn whose `group` components follow as `add`s. Precondition: room reserved.
+    void push_place(Entity e, std::uint16_t group) noexcept;
     /// Space for an `add` value of `info`'s type, aligned; the caller constructs the value
     /// there and then calls `push_add`. May throw bad_alloc.
     std::byte* allocate_value(const ComponentInfo& info);

@@ -15,12 +15,19 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <memory_resource>
 #include <span>
 #include <utility>
 #include <vector>
 
+namespace tessera {
+class World;
+}
+
 namespace tessera::detail {
+
+class ObserverRegistry;
 
 /// Slot values: a column index (>= 0), or one of these.
 inline constexpr std::int32_t slot_absent = -1;
@@ -92,6 +99,7 @@ struct Archetype {
     std::uint32_t capacity = 0;         ///< allocated rows
     bool tracked = false;               ///< some column has tick arrays
     bool enableable = false;            ///< some column has enable flags
+    bool observed = false;              ///< a despawn or remove here may fire observers
     Entity* entities = nullptr;         ///< the entity of each row
     std::pmr::vector<ComponentId> ids;  ///< sorted component set, tags included
     std::pmr::vector<Column> columns;   ///< non-tag components, in id order
@@ -135,6 +143,7 @@ inline constexpr std::uint32_t no_index = 0xFFFFFFFFu;
 struct WorldComponent {
     const ComponentInfo* info = nullptr;  ///< null until the world first sees the type
     bool tracked = false;                 ///< tick arrays exist for this type
+    bool observed = false;                ///< changes of this type may fire observers
     /// Archetype index -> base of this component's column there (null when absent, a tag, or
     /// not allocated yet). Entries past `column_count` are null too. This is the typed read
     /// path: entity record -> archetype index -> this array -> value.
@@ -304,6 +313,8 @@ public:
     }
     /// Removes the components of `ids` that `e` has, in one move. False when it had none.
     bool remove(Entity e, std::span<const ComponentId> ids, const char* op);
+    /// The archetype `from` leads to without `ids` (created if needed).
+    Archetype& removal_target(Archetype& from, std::span<const ComponentId> ids);
     /// `remove` of one component, with the common case inline.
     bool remove_one(Entity e, ComponentId id, const char* op) {
         const EntityRecord* r = record(e);
@@ -357,9 +368,18 @@ public:
     /// destructor): a failing command and the rest stay queued for the next flush.
     void end_defer_noexcept() noexcept;
     void flush();
+    /// Applies the front command of `q` to `target` (its entity, or the entity a placeholder
+    /// stands for) and pops it; a `place` moves the pending `target` into the empty table and
+    /// also applies the `group` adds behind it, firing the spawn's observers once. Commands on
+    /// a dead target and removes of absent components are skipped. Returns how many commands
+    /// took effect. A failure of the change itself (bad_alloc) leaves the command queued and
+    /// the world unchanged; an exception from an observer propagates after the command was
+    /// applied and popped.
+    std::size_t apply_front(CommandQueue& q, Entity target);
     /// Adds (or replaces) `id` on live `e`, relocating the value at `value` into the table (the
-    /// source is left destroyed). Throws like `prepare_add` before consuming the value.
-    void add_value(Entity e, ComponentId id, std::byte* value, const char* op);
+    /// source is left destroyed). Throws like `prepare_add` before consuming the value. Returns
+    /// whether `e` had `id` already. Fires no observer.
+    bool add_value(Entity e, ComponentId id, std::byte* value, const char* op);
     /// An entity that is alive but in no table yet (spawn while deferred); placed at the flush.
     Entity spawn_pending();
     [[nodiscard]] CommandQueue& deferred() noexcept { return deferred_; }
@@ -385,6 +405,44 @@ public:
     [[nodiscard]] std::size_t archetype_slots() const noexcept { return archetypes_.size(); }
     /// Every live entity, archetype by archetype, row by row.
     [[nodiscard]] std::vector<Entity> entities() const;
+
+    // ---- observers (observer.hpp): null / false until the first subscription ----
+    /// The world's observer registry, made on first use.
+    ObserverRegistry& observer_registry();
+    [[nodiscard]] ObserverRegistry* observers() const noexcept { return observers_.get(); }
+    [[nodiscard]] const std::shared_ptr<ObserverRegistry>& observers_shared() const noexcept {
+        return observers_;
+    }
+    /// Whether some observer is subscribed. Structural changes take the observed path only
+    /// when it is and the change concerns an observed component (or the world has entity or
+    /// query observers): a world without observers pays one predictable branch per change.
+    [[nodiscard]] bool observed() const noexcept { return observed_; }
+    /// Whether a change of `id` may fire observers.
+    [[nodiscard]] bool observes(ComponentId id) const noexcept {
+        return observed_ && components_[id.value].observed;
+    }
+    /// Whether a change of any of `ids` may fire observers.
+    [[nodiscard]] bool observes(std::span<const ComponentId> ids) const noexcept {
+        if (!observed_) return false;
+        return observe_all_ || std::any_of(ids.begin(), ids.end(), [this](ComponentId id) {
+                   return components_[id.value].observed;
+               });
+    }
+    /// Whether despawning `e` (alive) or removing from it may fire observers.
+    [[nodiscard]] bool observes(const EntityRecord& r) const noexcept {
+        return observed_ && archetypes_[r.archetype]->observed;
+    }
+    /// Whether spawns fire observers (entity or query observers exist).
+    [[nodiscard]] bool observes_spawns() const noexcept { return observe_all_; }
+    /// Sets the observation flags: `any` subscription at all; `all` changes (entity or query
+    /// observers); `by_id[id]` for components with their own observers.
+    void set_observation(bool any, bool all, std::span<const std::uint8_t> by_id) noexcept;
+    /// The world that owns this storage (observer callbacks receive it).
+    [[nodiscard]] World& owner() const noexcept { return *owner_; }
+    void set_owner(World* w) noexcept { owner_ = w; }
+    /// Scratch for the entities of a `spawn_many` whose table rows may move before it returns
+    /// (observers, deferral): the returned span points here then.
+    [[nodiscard]] std::pmr::vector<Entity>& spawned() noexcept { return spawned_; }
 
     /// Stamps the changed tick of every row of `id`'s column in `a` (when tracked).
     void stamp_column(Archetype& a, ComponentId id) const noexcept {
@@ -443,6 +501,11 @@ private:
     std::pmr::vector<std::int32_t> bundle_slots_;
     CommandQueue deferred_;
     std::pmr::vector<std::uint64_t> permanent_;
+    std::pmr::vector<Entity> spawned_;
+    std::shared_ptr<ObserverRegistry> observers_;
+    World* owner_ = nullptr;
+    bool observed_ = false;
+    bool observe_all_ = false;
     std::uint32_t defer_depth_ = 0;
     bool parallel_ = false;
     std::uint32_t free_head_ = no_index;

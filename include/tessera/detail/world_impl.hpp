@@ -3,6 +3,7 @@
 /// pointers and construct values, leaving the rest to the untyped `detail::Storage`.
 #pragma once
 
+#include <tessera/detail/observe.hpp>
 #include <tessera/detail/storage.hpp>
 #include <tessera/detail/type_list.hpp>
 
@@ -78,8 +79,13 @@ requires(sizeof...(Ts) > 0) Entity World::spawn(Ts&&... components) {
         return spawn(std::remove_cvref_t<Ts>(std::forward<Ts>(components))...);
     } else {
         if (storage_->deferring()) [[unlikely]] {
-            const Entity e = spawn_deferred();
-            add_deferred(e, std::forward<Ts>(components)...);
+            const Entity e = spawn_deferred(sizeof...(Ts));
+            try {
+                add_deferred(e, std::forward<Ts>(components)...);
+            } catch (...) {
+                storage_->despawn(e);  // still pending: its queued place is skipped
+                throw;
+            }
             return e;
         }
         const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
@@ -92,7 +98,10 @@ requires(sizeof...(Ts) > 0) Entity World::spawn(Ts&&... components) {
              ...);
         }
         (std::index_sequence_for<Ts...>{});
-        return s.commit_spawn(slot);
+        const Entity e = s.commit_spawn(slot);
+        if (s.observes(ids)) [[unlikely]]
+            detail::notify_spawned(s, e);
+        return e;
     }
 }
 
@@ -150,10 +159,49 @@ std::span<const Entity> spawn_many_impl(Storage& s, std::size_t n, Init& init,
 }
 }  // namespace detail
 
+namespace detail {
+template <class Index, class... Ts>
+bool observes_bundle(const Storage& s, std::tuple<Index, Ts...>*) noexcept {
+    const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
+    return s.observes(ids);
+}
+
+/// `spawn_many` while the world defers or is observed: one `spawn` per entity (each value
+/// initialised by `init` first), the entities collected in the storage's scratch list.
+template <class Init, class Index, class... Ts>
+std::span<const Entity> spawn_many_each(World& w, Storage& s, std::size_t n, Init& init,
+                                        std::tuple<Index, Ts...>*) {
+    std::pmr::vector<Entity>& out = s.spawned();
+    out.clear();
+    out.reserve(n);
+    DeferScope defer(s);  // observers of every spawn run after all of them are made
+    try {
+        for (std::size_t i = 0; i < n; ++i) {
+            std::tuple<std::remove_cvref_t<Ts>...> values{};
+            std::apply([&](auto&... v) { init(static_cast<std::remove_cvref_t<Index>>(i), v...); },
+                       values);
+            out.push_back(std::apply([&](auto&... v) { return w.spawn(std::move(v)...); }, values));
+        }
+    } catch (...) {
+        // Nothing is placed yet: the pending entities die and their queued commands are skipped.
+        for (const Entity e : out) s.despawn(e);
+        out.clear();
+        throw;
+    }
+    defer.close();
+    return out;
+}
+}  // namespace detail
+
 template <class Init>
 std::span<const Entity> World::spawn_many(std::size_t n, Init&& init) {
     using Args = detail::callable_args_t<Init>;
-    return detail::spawn_many_impl(*storage_, n, init, static_cast<Args*>(nullptr));
+    detail::Storage& s = *storage_;
+    if (s.deferring() || detail::observes_bundle(s, static_cast<Args*>(nullptr))) [[unlikely]] {
+        detail::check_not_parallel(s, "World::spawn_many");
+        return detail::spawn_many_each(*this, s, n, init, static_cast<Args*>(nullptr));
+    }
+    return detail::spawn_many_impl(s, n, init, static_cast<Args*>(nullptr));
 }
 
 template <class... Ts>
@@ -176,6 +224,9 @@ requires(sizeof...(Ts) > 0) void World::add(Entity e, Ts&&... components) {
         }
         const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
         detail::Storage& s = *storage_;
+        const bool observed = s.observes(ids);
+        const detail::EntityRecord* before = observed ? s.record(e) : nullptr;
+        const std::uint32_t from = before != nullptr ? before->archetype : detail::no_index;
         bool existed[sizeof...(Ts)];
         const detail::RowSlot slot = sizeof...(Ts) == 1
                                          ? s.prepare_add_one(e, ids[0], existed[0], "World::add")
@@ -186,6 +237,8 @@ requires(sizeof...(Ts) > 0) void World::add(Entity e, Ts&&... components) {
              ...);
         }
         (std::index_sequence_for<Ts...>{});
+        if (observed) [[unlikely]]
+            detail::notify_added(s, e, from, ids, existed);
     }
 }
 
@@ -252,9 +305,12 @@ void World::add(Entity e) {
 
 template <class... Ts>
 requires(sizeof...(Ts) > 0) bool World::remove(Entity e) {
-    if (storage_->deferring()) [[unlikely]] {
+    if (storage_->deferring() || storage_->observed()) [[unlikely]] {
         const ComponentId ids[] = {component_id<Ts>()...};
-        return remove_deferred(e, ids);
+        if (storage_->deferring()) return remove_deferred(e, ids);
+        if (storage_->observes(ids))
+            return detail::observed_remove(*storage_, e, ids, "World::remove");
+        return storage_->remove(e, ids, "World::remove");
     }
     if constexpr (sizeof...(Ts) == 1) {
         return storage_->remove_one(e, component_id<Ts...>(), "World::remove");
@@ -332,6 +388,8 @@ void World::set(Entity e, T&& value) {
         p->~U();
         ::new (static_cast<void*>(p)) U(std::forward<T>(value));
         storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
+        if (storage_->observes(id)) [[unlikely]]
+            detail::notify_set(*storage_, e, id);
     }
 }
 
@@ -384,6 +442,19 @@ void World::enable(Entity e, bool on) {
 template <class T>
 bool World::is_enabled(Entity e) const {
     return storage_->enable_flag(e, component_id<T>(), "World::is_enabled") != 0;
+}
+
+template <class T>
+void World::modified(Entity e) {
+    const ComponentId id = component_id<T>();
+    if constexpr (std::is_empty_v<T>) {
+        if (!storage_->has(e, id)) detail::throw_lookup(*storage_, "World::modified", e, id);
+    } else {
+        const detail::Location loc = storage_->locate(e, id);
+        if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::modified", e, id);
+        storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
+    }
+    if (storage_->observes(id)) detail::notify_set(*storage_, e, id);
 }
 
 template <class T>

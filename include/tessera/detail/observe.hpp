@@ -1,0 +1,71 @@
+/// @file detail/observe.hpp
+/// The untyped side of observers: type-erased callbacks, subscription, and the observed forms
+/// of structural changes. Internal, not API (observer.hpp is the typed layer).
+#pragma once
+
+#include <tessera/component.hpp>
+#include <tessera/entity.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory_resource>
+#include <span>
+
+namespace tessera {
+class World;
+struct QuerySpec;
+enum class Event : std::uint8_t;
+}  // namespace tessera
+
+namespace tessera::detail {
+
+class Storage;
+class ObserverRegistry;
+
+/// A type-erased observer callback: `invoke(ctx, world, entity, value)`, where `value` is the
+/// component (add, remove, set; null for tags) or null (spawn, despawn, enter, exit). `ctx` is a
+/// functor allocated from the world's memory resource; `destroy` frees it.
+struct ObserverCallback {
+    void (*invoke)(void* ctx, World& world, Entity e, void* value) = nullptr;
+    void (*destroy)(void* ctx, std::pmr::memory_resource* mr) noexcept = nullptr;
+    void* ctx = nullptr;
+};
+
+/// Subscribes `cb` (which the registry owns from then on, even when this throws) to `kind` for
+/// component `id` (add, remove, set) or for every entity (spawn, despawn). Returns its id.
+std::uint64_t subscribe(Storage& s, Event kind, ComponentId id, ObserverCallback cb);
+/// Subscribes `cb` to `kind` (enter, exit) of the entities matching `spec`.
+std::uint64_t subscribe_query(Storage& s, Event kind, const QuerySpec& spec, ObserverCallback cb);
+
+// The observed forms of structural changes, used when `Storage::observed()`. Each fires the
+// observers in the order DESIGN.md fixes, with structural changes made by callbacks deferred
+// and applied before it returns (iteratively, through the world's command queue). An exception
+// from a callback propagates after the change itself is complete; the callbacks after it are
+// skipped.
+
+/// After `e` was spawned with its components: on_spawn, on_add per component (ascending id),
+/// query on_enter.
+void notify_spawned(Storage& s, Entity e);
+/// After `ids` were added to (or replaced on) `e`, which was in archetype `from`: on_add for
+/// the new ones, on_set for the replaced ones (each ascending id), then query on_exit, on_enter.
+void notify_added(Storage& s, Entity e, std::uint32_t from, std::span<const ComponentId> ids,
+                  const bool* existed);
+/// After `e`'s `id` was written (set, modified): on_set.
+void notify_set(Storage& s, Entity e, ComponentId id);
+/// Removes `ids` from `e`: on_remove per present component (ascending id, values readable),
+/// the move, then query on_exit, on_enter. False when `e` had none of them.
+/// @throws Error(not_alive) naming `op`.
+bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op);
+/// Despawns `e`: on_despawn, on_remove per component (ascending id), query on_exit, then the
+/// entity dies. False when `e` is not alive.
+bool observed_despawn(Storage& s, Entity e);
+
+// Untyped structural changes that fire observers when the world has any (the command queue and
+// CommandBuffer apply through these).
+
+/// Removes `id` from live `e`; false when absent.
+bool remove_one(Storage& s, Entity e, ComponentId id, const char* op);
+/// Despawns `e`; false when not alive.
+bool despawn(Storage& s, Entity e);
+
+}  // namespace tessera::detail

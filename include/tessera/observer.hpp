@@ -1,0 +1,212 @@
+/// @file observer.hpp
+/// Observers: callbacks on structural changes and writes (`on_add`, `on_remove`, `on_set`,
+/// `on_spawn`, `on_despawn`, query `on_enter`/`on_exit`), the `Observer` handle that owns a
+/// subscription, and the switches of `World::observers()`.
+///
+/// **Order.** For one add or remove: `on_remove` (values still readable), then `on_add`, then
+/// `on_set` for replaced values, then query `on_exit`, then `on_enter`; several components of one
+/// call go in ascending `ComponentId`. `spawn(components...)`: `on_spawn`, `on_add` per component
+/// (ascending id), `on_enter`. `despawn`: `on_despawn`, `on_remove` per component (ascending id),
+/// `on_exit`, then the entity dies. Several observers of one event run in registration order;
+/// an observer registered while an event is being delivered first sees the next one.
+///
+/// **Changes from callbacks.** While a callback runs, the world defers structural changes (as
+/// inside a query loop); they are applied, with their own observers, before the call that
+/// triggered the first callback returns: one loop over the world's command queue, so chains of
+/// reactions never deepen the stack. Value writes (`set`, `get_mut`) are immediate.
+///
+/// **Exceptions.** An exception from a callback propagates to the caller of the triggering call;
+/// the change itself stands (a removal or despawn observed beforehand is still carried out) and
+/// the observers after the failing one, for that change, are skipped.
+///
+/// **Cost.** A world without subscriptions takes no extra work on structural changes beyond one
+/// predictable branch. With subscriptions, every structural change takes the observed path:
+/// each event looks up its observer list by component id (an array index), and each query
+/// observer tests the source and target archetypes against its terms.
+#pragma once
+
+#include <tessera/detail/observe.hpp>
+#include <tessera/detail/type_list.hpp>
+#include <tessera/world.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+namespace tessera {
+
+/// What an observer observes.
+enum class Event : std::uint8_t {
+    add,      ///< a component was added (spawn included)
+    remove,   ///< a component is about to be removed (despawn included)
+    set,      ///< a component's value was written (set, add of a present one, modified)
+    spawn,    ///< an entity was spawned
+    despawn,  ///< an entity is about to be despawned
+    enter,    ///< an entity started matching a query
+    exit,     ///< an entity stopped matching a query
+};
+
+/// Owns one observer subscription: destroying or resetting it unsubscribes. Movable, not
+/// copyable. It does not keep the world alive: once the world is gone it is inert. Destroying
+/// a handle from inside a callback is allowed (the callback object lives until delivery ends).
+class Observer {
+public:
+    Observer() = default;
+    Observer(std::weak_ptr<detail::ObserverRegistry> registry, std::uint64_t id) noexcept
+        : registry_(std::move(registry)), id_(id) {}
+    Observer(Observer&& other) noexcept
+        : registry_(std::move(other.registry_)), id_(std::exchange(other.id_, 0)) {}
+    Observer& operator=(Observer&& other) noexcept {
+        if (this != &other) {
+            reset();
+            registry_ = std::move(other.registry_);
+            id_ = std::exchange(other.id_, 0);
+        }
+        return *this;
+    }
+    Observer(const Observer&) = delete;
+    Observer& operator=(const Observer&) = delete;
+    ~Observer() { reset(); }
+
+    /// Unsubscribes now (no effect on an empty handle or once the world is destroyed).
+    void reset() noexcept;
+    /// Whether the handle holds a subscription of a live world.
+    [[nodiscard]] bool active() const noexcept;
+    explicit operator bool() const noexcept { return active(); }
+
+private:
+    std::weak_ptr<detail::ObserverRegistry> registry_;
+    std::uint64_t id_ = 0;
+};
+
+/// The switches of a world's observers (`World::observers()`): a small handle, valid while the
+/// world lives. A switched-off event delivers to nobody; subscriptions stay.
+class Observers {
+public:
+    explicit Observers(detail::ObserverRegistry& registry) noexcept : registry_(&registry) {}
+
+    /// Turns every observer of `kind` on or off.
+    void enable(Event kind, bool on = true) noexcept;
+    /// Turns the observers of `kind` for component `T` on or off (`add`, `remove`, `set` only).
+    /// @throws Error(invalid_argument) for another kind.
+    template <class T>
+    void enable(Event kind, bool on = true) {
+        enable(kind, component_id<T>(), on);
+    }
+    void enable(Event kind, ComponentId id, bool on);
+    /// Whether `kind` is on.
+    [[nodiscard]] bool is_enabled(Event kind) const noexcept;
+    /// Whether `kind` is on for `T` (both the kind's and the type's switch).
+    template <class T>
+    [[nodiscard]] bool is_enabled(Event kind) const noexcept {
+        return is_enabled(kind, component_id<T>());
+    }
+    [[nodiscard]] bool is_enabled(Event kind, ComponentId id) const noexcept;
+    /// Number of live subscriptions.
+    [[nodiscard]] std::size_t count() const noexcept;
+
+private:
+    detail::ObserverRegistry* registry_;
+};
+
+namespace detail {
+
+/// The world's observer registry (shared so `Observer` handles can tell it is gone).
+std::weak_ptr<ObserverRegistry> registry_of(Storage& s);
+
+/// Whether an observer callback `Fn` of component `T` takes the value (`(World&, Entity, T&)`).
+template <class Fn, class T>
+struct takes_value : std::is_invocable<Fn&, World&, Entity, T&> {};
+template <class Fn>
+struct takes_value<Fn, void> : std::false_type {};
+
+/// Wraps `fn` as a type-erased callback whose functor lives in `mr`. `T` is the component
+/// (void for entity events): `fn` takes `(World&, Entity)` or `(World&, Entity, T&)`.
+template <class T, class F>
+ObserverCallback make_callback(std::pmr::memory_resource* mr, F&& fn) {
+    using Fn = std::decay_t<F>;
+    static_assert(takes_value<Fn, T>::value || std::is_invocable_v<Fn&, World&, Entity>,
+                  "tessera: an observer callback takes (tessera::World&, tessera::Entity) or, "
+                  "for a component event, (tessera::World&, tessera::Entity, T&)");
+    void* mem = mr->allocate(sizeof(Fn), alignof(Fn));
+    Fn* made = nullptr;
+    try {
+        made = ::new (mem) Fn(std::forward<F>(fn));
+    } catch (...) {
+        mr->deallocate(mem, sizeof(Fn), alignof(Fn));
+        throw;
+    }
+    ObserverCallback cb;
+    cb.ctx = made;
+    cb.destroy = [](void* ctx, std::pmr::memory_resource* r) noexcept {
+        static_cast<Fn*>(ctx)->~Fn();
+        r->deallocate(ctx, sizeof(Fn), alignof(Fn));
+    };
+    cb.invoke = [](void* ctx, World& w, Entity e, [[maybe_unused]] void* value) {
+        Fn& f = *static_cast<Fn*>(ctx);
+        if constexpr (!takes_value<Fn, T>::value) {
+            f(w, e);
+        } else if constexpr (std::is_empty_v<T>) {
+            static_assert(std::is_default_constructible_v<T>,
+                          "tessera: an observer of a tag that is not default-constructible "
+                          "takes (World&, Entity)");
+            T tag{};  // tags have no storage: the callback gets a stand-in
+            f(w, e, tag);
+        } else {
+            f(w, e, *static_cast<T*>(value));
+        }
+    };
+    return cb;
+}
+
+template <class T, class F>
+Observer observe(Storage& s, Event kind, F&& fn) {
+    ComponentId id{};
+    if constexpr (!std::is_void_v<T>) {
+        static_assert(Component<T>, "tessera: observers watch component types");
+        id = component_id<T>();
+        s.ensure_component(id);
+    }
+    const ObserverCallback cb = make_callback<T>(s.resource(), std::forward<F>(fn));
+    const std::uint64_t sub = subscribe(s, kind, id, cb);
+    return Observer(registry_of(s), sub);
+}
+
+template <class F>
+Observer observe_query(Storage& s, Event kind, const QuerySpec& spec, F&& fn) {
+    const ObserverCallback cb = make_callback<void>(s.resource(), std::forward<F>(fn));
+    const std::uint64_t sub = subscribe_query(s, kind, spec, cb);
+    return Observer(registry_of(s), sub);
+}
+
+}  // namespace detail
+
+template <class T, class F>
+Observer World::on_add(F&& fn) {
+    return detail::observe<T>(*storage_, Event::add, std::forward<F>(fn));
+}
+
+template <class T, class F>
+Observer World::on_remove(F&& fn) {
+    return detail::observe<T>(*storage_, Event::remove, std::forward<F>(fn));
+}
+
+template <class T, class F>
+Observer World::on_set(F&& fn) {
+    static_assert(!std::is_empty_v<T>, "tessera: tags have no value to set: observe on_add");
+    return detail::observe<T>(*storage_, Event::set, std::forward<F>(fn));
+}
+
+template <class F>
+Observer World::on_spawn(F&& fn) {
+    return detail::observe<void>(*storage_, Event::spawn, std::forward<F>(fn));
+}
+
+template <class F>
+Observer World::on_despawn(F&& fn) {
+    return detail::observe<void>(*storage_, Event::despawn, std::forward<F>(fn));
+}
+
+}  // namespace tessera

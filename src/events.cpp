@@ -1,0 +1,11 @@
+// Events: the world-wide update of every event queue.
+#include <tessera/events.hpp>
+
+namespace tessera {
+
+void World::update_events() {
+    // A world that never made a resource has no queue: nothing to allocate or update.
+    if (resources_ != nullptr) resources_->update_events();
+}
+
+}  // namespace tessera

@@ -1,0 +1,551 @@
+// Observers: the registry of subscriptions and the observed forms of structural changes.
+#include <tessera/detail/observe.hpp>
+#include <tessera/detail/storage.hpp>
+#include <tessera/error.hpp>
+#include <tessera/observer.hpp>
+#include <tessera/query.hpp>
+
+#include <algorithm>
+#include <string>
+
+namespace tessera::detail {
+
+namespace {
+constexpr std::size_t event_kinds = 7;
+constexpr std::size_t typed_kinds = 3;  // add, remove, set: per component
+
+constexpr std::size_t kind_index(Event k) noexcept {
+    return static_cast<std::size_t>(k);
+}
+constexpr bool typed(Event k) noexcept {
+    return k == Event::add || k == Event::remove || k == Event::set;
+}
+}  // namespace
+
+/// Every subscription of one world. Lists are delivered by index with the length taken when
+/// delivery starts, so callbacks may subscribe (seen from the next event on) and unsubscribe
+/// (a dead entry is skipped; its functor is freed once no delivery is running).
+class ObserverRegistry {
+public:
+    struct Entry {
+        std::uint64_t id;  ///< 0 once unsubscribed
+        ObserverCallback cb;
+    };
+    using List = std::pmr::vector<Entry>;
+    /// A query observer: the terms it matches, as a `QuerySpec` does.
+    struct QueryEntry {
+        std::uint64_t id;
+        ObserverCallback cb;
+        std::pmr::vector<ComponentId> all, any, none;
+    };
+
+    ObserverRegistry(Storage& s, std::pmr::memory_resource* mr)
+        : storage_(&s),
+          mr_(mr),
+          spawn_(mr),
+          despawn_(mr),
+          enter_(mr),
+          exit_(mr),
+          typed_{std::pmr::vector<List>(mr), std::pmr::vector<List>(mr),
+                 std::pmr::vector<List>(mr)},
+          type_off_{std::pmr::vector<std::uint8_t>(mr), std::pmr::vector<std::uint8_t>(mr),
+                    std::pmr::vector<std::uint8_t>(mr)},
+          by_id_(mr) {
+        std::fill(std::begin(on_), std::end(on_), true);
+    }
+    ~ObserverRegistry() {
+        auto free_list = [this](auto& list) {
+            for (auto& e : list) e.cb.destroy(e.cb.ctx, mr_);
+        };
+        free_list(spawn_);
+        free_list(despawn_);
+        free_list(enter_);
+        free_list(exit_);
+        for (auto& lists : typed_) {
+            for (List& l : lists) free_list(l);
+        }
+    }
+    ObserverRegistry(const ObserverRegistry&) = delete;
+    ObserverRegistry& operator=(const ObserverRegistry&) = delete;
+
+    std::uint64_t subscribe(Event kind, ComponentId id, ObserverCallback cb) {
+        try {
+            List* list = nullptr;
+            if (typed(kind)) {
+                auto& lists = typed_[kind_index(kind)];
+                if (id.value >= lists.size()) {
+                    // Each List needs the allocator: grow with copies of an empty one.
+                    lists.resize(std::max<std::size_t>(id.value + 1, lists.size() * 2), List(mr_));
+                }
+                list = &lists[id.value];
+                by_id_.reserve(lists.size());  // refresh() then needs no allocation
+            } else if (kind == Event::spawn) {
+                list = &spawn_;
+            } else if (kind == Event::despawn) {
+                list = &despawn_;
+            } else {
+                throw Error(errc::invalid_argument,
+                            "World::observe: query events (enter, exit) are observed through a "
+                            "query's on_enter / on_exit");
+            }
+            list->push_back(Entry{next_id_, cb});
+        } catch (...) {
+            cb.destroy(cb.ctx, mr_);
+            throw;
+        }
+        return added();
+    }
+
+    std::uint64_t subscribe_query(Event kind, const QuerySpec& spec, ObserverCallback cb) {
+        try {
+            auto& list = kind == Event::enter ? enter_ : exit_;
+            QueryEntry q{next_id_, cb,
+                         std::pmr::vector<ComponentId>(spec.all.begin(), spec.all.end(), mr_),
+                         std::pmr::vector<ComponentId>(spec.any.begin(), spec.any.end(), mr_),
+                         std::pmr::vector<ComponentId>(spec.none.begin(), spec.none.end(), mr_)};
+            list.push_back(std::move(q));
+        } catch (...) {
+            cb.destroy(cb.ctx, mr_);
+            throw;
+        }
+        return added();
+    }
+
+    void unsubscribe(std::uint64_t id) noexcept {
+        auto kill = [&](auto& list) {
+            for (auto& e : list) {
+                if (e.id != id) continue;
+                e.id = 0;
+                --live_;
+                dirty_ = true;
+                return true;
+            }
+            return false;
+        };
+        bool found = kill(spawn_) || kill(despawn_) || kill(enter_) || kill(exit_);
+        for (auto& lists : typed_) {
+            for (List& l : lists) found = found || kill(l);
+        }
+        if (!found) return;
+        refresh();
+        if (delivering_ == 0) compact();
+    }
+
+    [[nodiscard]] bool alive(std::uint64_t id) const noexcept {
+        auto has = [&](const auto& list) {
+            return std::any_of(list.begin(), list.end(), [&](const auto& e) { return e.id == id; });
+        };
+        if (has(spawn_) || has(despawn_) || has(enter_) || has(exit_)) return true;
+        for (const auto& lists : typed_) {
+            for (const List& l : lists) {
+                if (has(l)) return true;
+            }
+        }
+        return false;
+    }
+
+    // ---- switches ----
+    void enable(Event kind, bool on) noexcept { on_[kind_index(kind)] = on; }
+    void enable(Event kind, ComponentId id, bool on) {
+        if (!typed(kind)) {
+            throw Error(errc::invalid_argument,
+                        "Observers::enable<" + std::string(component_info(id).name) +
+                            ">: only add, remove and set observers have per-type switches");
+        }
+        auto& off = type_off_[kind_index(kind)];
+        if (id.value >= off.size()) {
+            if (on) return;
+            off.resize(std::max<std::size_t>(id.value + 1, off.size() * 2), 0);
+        }
+        off[id.value] = on ? 0 : 1;
+    }
+    [[nodiscard]] bool enabled(Event kind) const noexcept { return on_[kind_index(kind)]; }
+    [[nodiscard]] bool enabled(Event kind, ComponentId id) const noexcept {
+        if (!enabled(kind)) return false;
+        if (!typed(kind)) return true;
+        const auto& off = type_off_[kind_index(kind)];
+        return id.value >= off.size() || off[id.value] == 0;
+    }
+    [[nodiscard]] std::size_t count() const noexcept { return live_; }
+
+    // ---- delivery ----
+    /// Delivers a component event of `e`'s `id` (the value looked up for each callback).
+    void deliver(Event kind, ComponentId id, Entity e) {
+        const auto& lists = typed_[kind_index(kind)];
+        if (id.value >= lists.size() || lists[id.value].empty() || !enabled(kind, id)) return;
+        Delivery scope(*this);
+        const std::size_t n = lists[id.value].size();
+        for (std::size_t i = 0; i < n; ++i) {
+            const Entry entry = typed_[kind_index(kind)][id.value][i];  // lists may grow meanwhile
+            if (entry.id == 0) continue;
+            void* value = storage_->find(e, id);
+            entry.cb.invoke(entry.cb.ctx, storage_->owner(), e, value);
+        }
+    }
+
+    /// Delivers an entity event (spawn, despawn).
+    void deliver(Event kind, Entity e) {
+        List& list = kind == Event::spawn ? spawn_ : despawn_;
+        if (list.empty() || !enabled(kind)) return;
+        Delivery scope(*this);
+        const std::size_t n = list.size();
+        for (std::size_t i = 0; i < n; ++i) {
+            const Entry entry = list[i];
+            if (entry.id != 0) entry.cb.invoke(entry.cb.ctx, storage_->owner(), e, nullptr);
+        }
+    }
+
+    /// Delivers query `kind` (enter or exit) for `e` moving from archetype `from` to `to`
+    /// (`no_index` for "none": a spawn's source, a despawn's target).
+    void deliver_move(Event kind, Entity e, std::uint32_t from, std::uint32_t to) {
+        std::pmr::vector<QueryEntry>& list = kind == Event::enter ? enter_ : exit_;
+        if (list.empty() || !enabled(kind)) return;
+        Delivery scope(*this);
+        const std::size_t n = list.size();
+        for (std::size_t i = 0; i < n; ++i) {
+            const QueryEntry& q = list[i];
+            if (q.id == 0) continue;
+            const bool was = matches(q, from);
+            const bool is = matches(q, to);
+            if (kind == Event::enter ? (!was && is) : (was && !is)) {
+                const ObserverCallback cb = q.cb;  // `list` may grow during the call
+                cb.invoke(cb.ctx, storage_->owner(), e, nullptr);
+            }
+        }
+    }
+
+    [[nodiscard]] bool has_query_observers() const noexcept {
+        return !enter_.empty() || !exit_.empty();
+    }
+
+private:
+    /// Marks a delivery in progress (functors of unsubscribed entries are freed after it).
+    class Delivery {
+    public:
+        explicit Delivery(ObserverRegistry& r) noexcept : r_(r) { ++r_.delivering_; }
+        Delivery(const Delivery&) = delete;
+        Delivery& operator=(const Delivery&) = delete;
+        ~Delivery() {
+            if (--r_.delivering_ == 0 && r_.dirty_) r_.compact();
+        }
+
+    private:
+        ObserverRegistry& r_;
+    };
+
+    std::uint64_t added() noexcept {
+        ++live_;
+        refresh();
+        return next_id_++;
+    }
+
+    /// Recomputes which components and archetypes take the observed path.
+    void refresh() noexcept {
+        auto live = [](const auto& list) {
+            return std::any_of(list.begin(), list.end(), [](const auto& e) { return e.id != 0; });
+        };
+        const bool all = live(spawn_) || live(despawn_) || live(enter_) || live(exit_);
+        std::size_t n = 0;
+        for (const auto& lists : typed_) n = std::max(n, lists.size());
+        by_id_.assign(n, 0);  // capacity kept: no throw after the first subscriptions
+        for (const auto& lists : typed_) {
+            for (std::size_t i = 0; i < lists.size(); ++i) by_id_[i] |= live(lists[i]) ? 1 : 0;
+        }
+        storage_->set_observation(live_ != 0, all, by_id_);
+    }
+
+    [[nodiscard]] bool matches(const QueryEntry& q, std::uint32_t archetype) const noexcept {
+        // Neither the free-slot sentinel nor the table of not-yet-placed entities matches.
+        if (archetype == no_index || archetype == dead_archetype ||
+            archetype == pending_archetype) {
+            return false;
+        }
+        const Archetype& a = storage_->archetype(archetype);
+        auto has = [&](ComponentId id) { return a.contains(id); };
+        return std::all_of(q.all.begin(), q.all.end(), has) &&
+               std::none_of(q.none.begin(), q.none.end(), has) &&
+               (q.any.empty() || std::any_of(q.any.begin(), q.any.end(), has));
+    }
+
+    void compact() noexcept {
+        dirty_ = false;
+        auto sweep = [this](auto& list) {
+            auto dead = [](const auto& e) { return e.id == 0; };
+            for (auto& e : list) {
+                if (dead(e)) e.cb.destroy(e.cb.ctx, mr_);
+            }
+            list.erase(std::remove_if(list.begin(), list.end(), dead), list.end());
+        };
+        sweep(spawn_);
+        sweep(despawn_);
+        sweep(enter_);
+        sweep(exit_);
+        for (auto& lists : typed_) {
+            for (List& l : lists) sweep(l);
+        }
+    }
+
+    Storage* storage_;
+    std::pmr::memory_resource* mr_;
+    List spawn_;
+    List despawn_;
+    std::pmr::vector<QueryEntry> enter_;
+    std::pmr::vector<QueryEntry> exit_;
+    std::pmr::vector<List> typed_[typed_kinds];             ///< by kind, then component id
+    std::pmr::vector<std::uint8_t> type_off_[typed_kinds];  ///< 1 = switched off, by id
+    std::pmr::vector<std::uint8_t> by_id_;                  ///< refresh()'s scratch
+    bool on_[event_kinds];
+    std::uint64_t next_id_ = 1;
+    std::size_t live_ = 0;
+    unsigned delivering_ = 0;
+    bool dirty_ = false;
+};
+
+// ---------------------------------------------------------------------------------- Storage
+
+ObserverRegistry& Storage::observer_registry() {
+    if (!observers_) {
+        observers_ = std::allocate_shared<ObserverRegistry>(
+            std::pmr::polymorphic_allocator<ObserverRegistry>(mr_), *this, mr_);
+    }
+    return *observers_;
+}
+
+std::weak_ptr<ObserverRegistry> registry_of(Storage& s) {
+    s.observer_registry();
+    return s.observers_shared();
+}
+
+std::uint64_t subscribe(Storage& s, Event kind, ComponentId id, ObserverCallback cb) {
+    ObserverRegistry* r = nullptr;
+    try {
+        r = &s.observer_registry();
+    } catch (...) {
+        cb.destroy(cb.ctx, s.resource());
+        throw;
+    }
+    return r->subscribe(kind, id, cb);
+}
+
+std::uint64_t subscribe_query(Storage& s, Event kind, const QuerySpec& spec, ObserverCallback cb) {
+    ObserverRegistry* r = nullptr;
+    try {
+        r = &s.observer_registry();
+    } catch (...) {
+        cb.destroy(cb.ctx, s.resource());
+        throw;
+    }
+    return r->subscribe_query(kind, spec, cb);
+}
+
+// ------------------------------------------------------------------------ observed changes
+
+namespace {
+
+/// Runs `deliver` with the world deferring structural changes, then applies what callbacks
+/// queued (the outermost level only). When a callback throws, `finish` completes the change
+/// first; queued changes are then applied as far as they go and the exception propagates.
+template <class Deliver, class Finish>
+void observed(Storage& s, Deliver&& deliver, Finish&& finish) {
+    s.begin_defer();
+    try {
+        deliver();
+    } catch (...) {
+        finish();
+        s.end_defer_noexcept();
+        throw;
+    }
+    try {
+        finish();
+    } catch (...) {
+        s.end_defer_noexcept();
+        throw;
+    }
+    s.end_defer();
+}
+
+void no_finish() noexcept {}
+
+std::uint32_t archetype_of(const Storage& s, Entity e) noexcept {
+    const EntityRecord* r = s.record(e);
+    return r == nullptr ? no_index : r->archetype;
+}
+
+}  // namespace
+
+void notify_spawned(Storage& s, Entity e) {
+    ObserverRegistry& reg = *s.observers();
+    observed(
+        s,
+        [&] {
+            reg.deliver(Event::spawn, e);
+            const std::uint32_t to = archetype_of(s, e);
+            if (to == no_index) return;
+            for (const ComponentId id : s.archetype(to).ids) reg.deliver(Event::add, id, e);
+            reg.deliver_move(Event::enter, e, no_index, to);
+        },
+        no_finish);
+}
+
+void notify_added(Storage& s, Entity e, std::uint32_t from, std::span<const ComponentId> ids,
+                  const bool* existed) {
+    ObserverRegistry& reg = *s.observers();
+    // Ascending component id within each event kind.
+    constexpr std::size_t small = 16;
+    std::pair<ComponentId, bool> sorted_small[small];
+    std::pmr::vector<std::pair<ComponentId, bool>> sorted_big(s.resource());
+    std::span<std::pair<ComponentId, bool>> sorted;
+    if (ids.size() <= small) {
+        sorted = {sorted_small, ids.size()};
+    } else {
+        sorted_big.resize(ids.size());
+        sorted = sorted_big;
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) sorted[i] = {ids[i], existed[i]};
+    std::sort(sorted.begin(), sorted.end());
+    observed(
+        s,
+        [&] {
+            for (const auto& [id, was] : sorted) {
+                if (!was) reg.deliver(Event::add, id, e);
+            }
+            for (const auto& [id, was] : sorted) {
+                if (was) reg.deliver(Event::set, id, e);
+            }
+            const std::uint32_t to = archetype_of(s, e);
+            if (to != from && reg.has_query_observers()) {
+                reg.deliver_move(Event::exit, e, from, to);
+                reg.deliver_move(Event::enter, e, from, to);
+            }
+        },
+        no_finish);
+}
+
+void notify_set(Storage& s, Entity e, ComponentId id) {
+    ObserverRegistry& reg = *s.observers();
+    observed(
+        s, [&] { reg.deliver(Event::set, id, e); }, no_finish);
+}
+
+bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op) {
+    const EntityRecord* r = s.record(e);
+    if (r == nullptr) throw_not_alive(op, e, ids[0]);
+    Archetype& from = s.archetype(r->archetype);
+    constexpr std::size_t small = 16;
+    ComponentId present_small[small];
+    std::pmr::vector<ComponentId> present_big(s.resource());
+    std::span<ComponentId> present;
+    if (ids.size() <= small) {
+        present = {present_small, ids.size()};
+    } else {
+        present_big.resize(ids.size());
+        present = present_big;
+    }
+    std::size_t n = 0;
+    for (const ComponentId id : ids) {
+        if (from.contains(id) &&
+            std::find(present.begin(), present.begin() + n, id) == present.begin() + n) {
+            present[n++] = id;
+        }
+    }
+    if (n == 0) return false;
+    present = present.first(n);
+    std::sort(present.begin(), present.end());
+    // Everything that can fail happens before the first callback.
+    Archetype& to = s.removal_target(from, present);
+    s.reserve_rows(to, 1);
+    const std::uint32_t from_index = from.index;
+    ObserverRegistry& reg = *s.observers();
+    bool moved = false;
+    auto move = [&]() noexcept {
+        if (moved) return;
+        moved = true;
+        s.move_entity(e, *s.record(e), to);  // callbacks can't have moved `e`: deferred
+    };
+    observed(
+        s,
+        [&] {
+            for (const ComponentId id : present) reg.deliver(Event::remove, id, e);
+            move();
+            if (reg.has_query_observers()) {
+                reg.deliver_move(Event::exit, e, from_index, to.index);
+                reg.deliver_move(Event::enter, e, from_index, to.index);
+            }
+        },
+        move);
+    return true;
+}
+
+bool observed_despawn(Storage& s, Entity e) {
+    const EntityRecord* r = s.record(e);
+    if (r == nullptr) return false;
+    const std::uint32_t from = r->archetype;
+    ObserverRegistry& reg = *s.observers();
+    auto kill = [&]() noexcept { s.despawn(e); };  // no-op once dead
+    observed(
+        s,
+        [&] {
+            reg.deliver(Event::despawn, e);
+            for (const ComponentId id : s.archetype(from).ids) reg.deliver(Event::remove, id, e);
+            reg.deliver_move(Event::exit, e, from, no_index);
+            kill();
+        },
+        kill);
+    return true;
+}
+
+bool remove_one(Storage& s, Entity e, ComponentId id, const char* op) {
+    if (s.observes(id)) return observed_remove(s, e, {&id, 1}, op);
+    return s.remove_one(e, id, op);
+}
+
+bool despawn(Storage& s, Entity e) {
+    if (s.observed()) [[unlikely]] {
+        const EntityRecord* r = s.record(e);
+        if (r != nullptr && s.observes(*r)) return observed_despawn(s, e);
+    }
+    return s.despawn(e);
+}
+
+}  // namespace tessera::detail
+
+namespace tessera {
+
+void Observer::reset() noexcept {
+    if (id_ == 0) return;
+    if (const auto r = registry_.lock()) r->unsubscribe(id_);
+    registry_.reset();
+    id_ = 0;
+}
+
+bool Observer::active() const noexcept {
+    if (id_ == 0) return false;
+    const auto r = registry_.lock();
+    return r != nullptr && r->alive(id_);
+}
+
+void Observers::enable(Event kind, bool on) noexcept {
+    registry_->enable(kind, on);
+}
+
+void Observers::enable(Event kind, ComponentId id, bool on) {
+    registry_->enable(kind, id, on);
+}
+
+bool Observers::is_enabled(Event kind) const noexcept {
+    return registry_->enabled(kind);
+}
+
+bool Observers::is_enabled(Event kind, ComponentId id) const noexcept {
+    return registry_->enabled(kind, id);
+}
+
+std::size_t Observers::count() const noexcept {
+    return registry_->count();
+}
+
+Observers World::observers() {
+    return Observers(storage_->observer_registry());
+}
+
+}  // namespace tessera

@@ -1,0 +1,62 @@
+// The world's resource map: one boxed value per type.
+#include <tessera/resource.hpp>
+
+#include <algorithm>
+#include <cstddef>
+
+namespace tessera::detail {
+
+ResourceMap::~ResourceMap() {
+    for (auto& [type, box] : boxes_) box.destroy(box.value, mr_);
+}
+
+void* ResourceMap::find(std::type_index type) const noexcept {
+    const auto it = boxes_.find(type);
+    return it == boxes_.end() ? nullptr : it->second.value;
+}
+
+void ResourceMap::put(std::type_index type, Box box) {
+    try {
+        // Room for the update entry first, so nothing can fail once a value is replaced.
+        if (box.update != nullptr && updaters_.size() == updaters_.capacity())
+            updaters_.reserve(updaters_.empty() ? 4 : 2 * updaters_.capacity());
+        const auto [it, inserted] = boxes_.try_emplace(type, box);
+        if (!inserted) {
+            drop_updater(type);
+            it->second.destroy(it->second.value, mr_);
+            it->second = box;
+        }
+    } catch (...) {
+        box.destroy(box.value, mr_);
+        throw;
+    }
+    if (box.update != nullptr) updaters_.push_back({type, box.value, box.update});
+}
+
+bool ResourceMap::erase(std::type_index type) noexcept {
+    const auto it = boxes_.find(type);
+    if (it == boxes_.end()) return false;
+    drop_updater(type);
+    it->second.destroy(it->second.value, mr_);
+    boxes_.erase(it);
+    return true;
+}
+
+void ResourceMap::update_events() noexcept {
+    // By index: an event's destructor may make a new queue, which appends here.
+    for (std::size_t i = 0; i < updaters_.size(); ++i) updaters_[i].update(updaters_[i].value);
+}
+
+void ResourceMap::drop_updater(std::type_index type) noexcept {
+    const auto it = std::find_if(updaters_.begin(), updaters_.end(),
+                                 [&](const Updater& u) { return u.type == type; });
+    if (it != updaters_.end()) updaters_.erase(it);
+}
+
+void throw_missing_resource(std::string_view type) {
+    throw Error(errc::missing_resource, "World::resource<" + std::string(type) +
+                                            ">: the world has no " + std::string(type) +
+                                            " resource (insert_resource it first)");
+}
+
+}  // namespace tessera::detail
