@@ -87,8 +87,9 @@ void check_not_parallel(const Storage& s, const char* op) {
     if (s.parallel()) [[unlikely]] {
         throw Error(errc::invalid_argument,
                     std::string(op) +
-                        ": structural change from inside par_each; record it in a "
-                        "CommandBuffer per worker and apply it after the loop");
+                        ": called from inside par_each; structural changes and writes that fire "
+                        "observers can't run on workers: record them in a CommandBuffer per "
+                        "worker and apply it after the loop");
     }
 }
 }  // namespace detail

@@ -637,3 +637,19 @@ TEST(Observer, ObserverSeesEntityInsideItsArchetypeDuringEachOfItsEvents) {
     world.despawn(e);
     EXPECT_EQ(reads, 4);
 }
+
+TEST(Observer, ObservedWritesFromParEachAreRefused) {
+    ts::World world;
+    for (int i = 0; i < 100; ++i) world.spawn(Health{i}, Armor{i});
+    ts::Observer o = world.on_set<Health>([](ts::World&, ts::Entity) {});
+    auto q = world.query<ts::Entity, const Armor&>();
+    try {
+        q.par_each([&](ts::Entity e, const Armor& a) { world.set(e, Health{a.value + 1}); });
+        FAIL() << "expected invalid_argument";
+    } catch (const ts::Error& err) {
+        EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+    }
+    // Writes of unobserved components stay allowed.
+    q.par_each([&](ts::Entity e, const Armor&) { world.set(e, Armor{7}); });
+    EXPECT_EQ(world.get<Armor>(world.entities().front()).value, 7);
+}

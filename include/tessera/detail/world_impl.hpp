@@ -384,11 +384,14 @@ void World::set(Entity e, T&& value) {
         const ComponentId id = component_id<U>();
         const detail::Location loc = storage_->locate(e, id);
         if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::set", e, id);
+        const bool observed = storage_->observes(id);
+        if (observed) [[unlikely]]
+            detail::check_not_parallel(*storage_, "World::set");  // observers are not thread-safe
         U* p = detail::column_ptr<U>(*loc.archetype, loc.column, loc.row);
         p->~U();
         ::new (static_cast<void*>(p)) U(std::forward<T>(value));
         storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
-        if (storage_->observes(id)) [[unlikely]]
+        if (observed) [[unlikely]]
             detail::notify_set(*storage_, e, id);
     }
 }
@@ -454,7 +457,10 @@ void World::modified(Entity e) {
         if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::modified", e, id);
         storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
     }
-    if (storage_->observes(id)) detail::notify_set(*storage_, e, id);
+    if (storage_->observes(id)) {
+        detail::check_not_parallel(*storage_, "World::modified");
+        detail::notify_set(*storage_, e, id);
+    }
 }
 
 template <class T>
