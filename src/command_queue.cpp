@@ -21,8 +21,9 @@ void CommandQueue::reserve(std::size_t n) {
     }
 }
 
-void CommandQueue::push(Command::Kind kind, Entity e, ComponentId id) noexcept {
-    commands_.push_back(Command{kind, 0, e, id, nullptr, nullptr});
+void CommandQueue::push(Command::Kind kind, Entity e, ComponentId id,
+                        std::uint16_t group) noexcept {
+    commands_.push_back(Command{kind, group, e, id, nullptr, nullptr});
 }
 
 void CommandQueue::push_place(Entity e, std::uint16_t group) noexcept {
@@ -48,8 +49,9 @@ std::byte* CommandQueue::allocate_value(const ComponentInfo& info) {
     return data;
 }
 
-void CommandQueue::push_add(Entity e, const ComponentInfo& info, std::byte* value) noexcept {
-    commands_.push_back(Command{Command::Kind::add, 0, e, info.id, &info, value});
+void CommandQueue::push_add(Entity e, const ComponentInfo& info, std::byte* value,
+                            std::uint16_t group) noexcept {
+    commands_.push_back(Command{Command::Kind::add, group, e, info.id, &info, value});
 }
 
 void CommandQueue::pop() noexcept {

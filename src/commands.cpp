@@ -47,7 +47,7 @@ std::size_t CommandBuffer::apply(World& world, on_dead policy) {
             // Placeholders always come from an earlier spawn command of this buffer.
             e = e.index < resolved_.size() ? resolved_[e.index] : Entity::null();
         }
-        std::size_t took = 0;
+        detail::Applied took;
         switch (c->kind) {
             case detail::Command::Kind::place: {
                 const std::uint32_t placeholder = c->entity.index;
@@ -65,7 +65,7 @@ std::size_t CommandBuffer::apply(World& world, on_dead policy) {
                     throw;
                 }
                 resolved_[placeholder] = made;
-                applied += took;
+                applied += took.applied;
                 continue;
             }
             case detail::Command::Kind::despawn:
@@ -89,8 +89,8 @@ std::size_t CommandBuffer::apply(World& world, on_dead policy) {
                 break;
         }
         took = s.apply_front(queue_, e);
-        applied += took;
-        skipped_ += took == 0 ? 1 : 0;
+        applied += took.applied;
+        skipped_ += took.skipped;
     }
     complete_ = true;
     return applied;

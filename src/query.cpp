@@ -58,11 +58,11 @@ bool QueryState::passes(const Archetype& a, std::uint32_t row) const noexcept {
 }
 
 void QueryState::begin_run() noexcept {
-    run_since_ = last_run_;
+    if (!system_) run_since_ = last_run_;
 }
 
 void QueryState::end_run() noexcept {
-    if (!since_last_run_) return;
+    if (system_ || !since_last_run_) return;
     // Everything written so far is stamped with at most the current tick; moving past it makes
     // the next run see exactly the writes that come after this one.
     last_run_ = storage_->tick();

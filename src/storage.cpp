@@ -690,7 +690,43 @@ void Storage::flush() {
     while (Command* c = deferred_.front()) apply_front(deferred_, c->entity);
 }
 
-std::size_t Storage::apply_front(CommandQueue& q, Entity target) {
+namespace {
+// The ids (and a flag each) of one call's commands: on the stack up to 16, else from `mr`.
+class IdBuffer {
+public:
+    IdBuffer(std::size_t n, std::pmr::memory_resource* mr) : n_(n), mr_(mr) {
+        if (n <= small) return;
+        ids_ =
+            static_cast<ComponentId*>(mr->allocate(n * sizeof(ComponentId), alignof(ComponentId)));
+        try {
+            flags_ = static_cast<bool*>(mr->allocate(n, alignof(bool)));
+        } catch (...) {
+            mr->deallocate(ids_, n * sizeof(ComponentId), alignof(ComponentId));
+            throw;
+        }
+    }
+    IdBuffer(const IdBuffer&) = delete;
+    IdBuffer& operator=(const IdBuffer&) = delete;
+    ~IdBuffer() {
+        if (ids_ == small_ids_) return;
+        mr_->deallocate(ids_, n_ * sizeof(ComponentId), alignof(ComponentId));
+        mr_->deallocate(flags_, n_, alignof(bool));
+    }
+    ComponentId* ids() noexcept { return ids_; }
+    bool* flags() noexcept { return flags_; }
+
+private:
+    static constexpr std::size_t small = 16;
+    ComponentId small_ids_[small];
+    bool small_flags_[small] = {};
+    std::size_t n_;
+    std::pmr::memory_resource* mr_;
+    ComponentId* ids_ = small_ids_;
+    bool* flags_ = small_flags_;
+};
+}  // namespace
+
+Applied Storage::apply_front(CommandQueue& q, Entity target) {
     const Command cmd = *q.front();  // the queue may grow (and move) while observers run
     const EntityRecord* r = record(target);
     auto drop = [&q] {  // pops the front command, destroying a value it still owns
@@ -699,11 +735,21 @@ std::size_t Storage::apply_front(CommandQueue& q, Entity target) {
         c.value = nullptr;
         q.pop();
     };
+    // The commands of one call: the front one and the followers of the same kind and entity.
+    auto members = [&](std::size_t want) {
+        const std::span<const Command> pending = q.pending();
+        std::size_t n = 1;
+        while (n < want && n < pending.size() && pending[n].kind == cmd.kind &&
+               pending[n].entity == cmd.entity && pending[n].group == 0) {
+            ++n;
+        }
+        return n;
+    };
     switch (cmd.kind) {
         case Command::Kind::place: {
             if (r == nullptr || r->archetype != pending_archetype) {
                 drop();
-                return 0;
+                return {0, 1};
             }
             Archetype& empty = *archetypes_[empty_archetype];
             reserve_rows(empty, 1);
@@ -722,34 +768,56 @@ std::size_t Storage::apply_front(CommandQueue& q, Entity target) {
             }
             if (observed_ && (observe_all_ || archetypes_[record(target)->archetype]->observed))
                 notify_spawned(*this, target);
-            return applied;
+            return {applied, 0};
         }
-        case Command::Kind::despawn: q.pop(); return detail::despawn(*this, target) ? 1 : 0;
-        case Command::Kind::remove: {
-            if (r == nullptr || !archetypes_[r->archetype]->contains(cmd.id)) {
-                drop();
-                return 0;
-            }
-            // Everything that can fail happens while the command is still queued.
-            const ComponentId one[] = {cmd.id};
-            reserve_rows(removal_target(*archetypes_[r->archetype], one), 1);
+        case Command::Kind::despawn:
             q.pop();
-            return detail::remove_one(*this, target, cmd.id, "World::remove") ? 1 : 0;
+            return detail::despawn(*this, target) ? Applied{1, 0} : Applied{0, 1};
+        case Command::Kind::remove: {
+            if (r == nullptr) {
+                drop();
+                return {0, 1};
+            }
+            const std::size_t n = members(std::max<std::size_t>(cmd.group, 1));
+            const std::span<const Command> call = q.pending().first(n);
+            Archetype& from = *archetypes_[r->archetype];
+            IdBuffer buffer(n, mr_);
+            std::size_t present = 0;
+            for (const Command& c : call) {
+                if (from.contains(c.id)) buffer.ids()[present++] = c.id;
+            }
+            const std::span<const ComponentId> ids(buffer.ids(), present);
+            // Everything that can fail happens while the commands are still queued.
+            if (present != 0) reserve_rows(removal_target(from, ids), 1);
+            for (std::size_t k = 0; k < n; ++k) q.pop();
+            if (present == 0) return {0, n};
+            if (observes(ids))
+                observed_remove(*this, target, ids, "World::remove");
+            else
+                remove(target, ids, "World::remove");
+            return {present, n - present};
         }
         case Command::Kind::add: {
             if (r == nullptr) {
                 drop();
-                return 0;
+                return {0, 1};
             }
             const std::uint32_t from = r->archetype;
-            const bool existed = add_value(target, cmd.id, cmd.value, "World::add");
-            q.front()->value = nullptr;  // moved into the table
-            q.pop();
-            if (observes(cmd.id)) notify_added(*this, target, from, {&cmd.id, 1}, &existed);
-            return 1;
+            const std::size_t n = members(std::max<std::size_t>(cmd.group, 1));
+            IdBuffer buffer(n, mr_);
+            for (std::size_t k = 0; k < n; ++k) {
+                Command& c = *q.front();
+                buffer.flags()[k] = add_value(target, c.id, c.value, "World::add");
+                buffer.ids()[k] = c.id;
+                c.value = nullptr;  // moved into the table
+                q.pop();
+            }
+            const std::span<const ComponentId> ids(buffer.ids(), n);
+            if (observes(ids)) notify_added(*this, target, from, ids, buffer.flags());
+            return {n, 0};
         }
     }
-    return 0;
+    return {0, 0};
 }
 
 bool Storage::add_value(Entity e, ComponentId id, std::byte* value, const char* op) {

@@ -135,9 +135,10 @@ bool World::remove_deferred(Entity e, std::span<const ComponentId> ids) {
     if (r == nullptr) detail::throw_not_alive("World::remove", e, ids[0]);
     s.deferred().reserve(ids.size());
     bool any = false;
-    for (ComponentId id : ids) {
-        any = any || s.archetype(r->archetype).contains(id);
-        s.deferred().push(detail::Command::Kind::remove, e, id);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        any = any || s.archetype(r->archetype).contains(ids[i]);
+        s.deferred().push(detail::Command::Kind::remove, e, ids[i],
+                          static_cast<std::uint16_t>(i == 0 ? ids.size() : 0));
     }
     return any;
 }

@@ -64,7 +64,12 @@ public:
     requires(sizeof...(Ts) > 0) void remove(Entity e) {
         begin_record();
         queue_.reserve(sizeof...(Ts));
-        (queue_.push(detail::Command::Kind::remove, e, component_id<Ts>()), ...);
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            (queue_.push(detail::Command::Kind::remove, e, component_id<Ts>(),
+                         I == 0 ? sizeof...(Ts) : 0),
+             ...);
+        }
+        (std::index_sequence_for<Ts...>{});
     }
 
     /// Records despawning `e`. Despawning an entity that is dead by then is skipped.
@@ -133,7 +138,7 @@ void CommandBuffer::record_adds(Entity e, Ts&&... components) {
         [&]<std::size_t... I>(std::index_sequence<I...>) {
             ((::new (static_cast<void*>(slots[I]))
                   std::remove_cvref_t<Ts>(std::forward<Ts>(components)),
-              queue_.push_add(e, *infos[I], slots[I])),
+              queue_.push_add(e, *infos[I], slots[I], I == 0 ? sizeof...(Ts) : 0)),
              ...);
         }
         (std::index_sequence_for<Ts...>{});

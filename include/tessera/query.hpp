@@ -68,8 +68,8 @@ struct QuerySpec {
 class Chunk {
 public:
     Chunk() = default;
-    Chunk(detail::Storage& storage, detail::Archetype& archetype) noexcept
-        : storage_(&storage), archetype_(&archetype) {}
+    Chunk(detail::Storage& storage, detail::Archetype& archetype, std::uint64_t tick = 0) noexcept
+        : storage_(&storage), archetype_(&archetype), tick_(tick) {}
 
     /// Number of rows.
     [[nodiscard]] std::size_t count() const noexcept { return archetype_->size; }
@@ -110,7 +110,10 @@ public:
     template <class T>
     void mark_changed(std::size_t row) const noexcept {
         const std::int32_t c = archetype_->slot(component_id<T>());
-        if (c >= 0) storage_->stamp_changed(*archetype_, static_cast<std::uint32_t>(row), c);
+        if (c >= 0) {
+            detail::Storage::stamp_changed(*archetype_, static_cast<std::uint32_t>(row), c,
+                                           tick_ != 0 ? tick_ : storage_->tick());
+        }
     }
     /// Whether `T` at `row` was written after `tick` (strictly). Turns on tracking for `T`.
     /// Precondition: `has<T>()`.
@@ -141,6 +144,7 @@ private:
 
     detail::Storage* storage_ = nullptr;
     detail::Archetype* archetype_ = nullptr;
+    std::uint64_t tick_ = 0;  ///< the tick writes are stamped with; 0 = the world's
 };
 
 namespace detail {
@@ -172,6 +176,23 @@ public:
     /// Called when a run starts and ends: "since the last run" bookkeeping.
     void begin_run() noexcept;
     void end_run() noexcept;
+    /// Runs made by a system of a schedule: `since` is the system's previous tick and writes
+    /// are stamped with `tick`; the query then neither defers the world nor advances its tick
+    /// (other systems run at the same time).
+    void enter_system(std::uint64_t since, std::uint64_t tick) noexcept {
+        system_ = true;
+        run_since_ = since;
+        write_tick_ = tick;
+    }
+    void leave_system() noexcept {
+        system_ = false;
+        write_tick_ = 0;
+    }
+    [[nodiscard]] bool in_system() const noexcept { return system_; }
+    /// The tick this run stamps writes with.
+    [[nodiscard]] std::uint64_t write_tick() const noexcept {
+        return write_tick_ != 0 ? write_tick_ : storage_->tick();
+    }
     /// Forgets the matches (the spec changed).
     void reset() noexcept {
         matched_.clear();
@@ -183,10 +204,12 @@ private:
     Storage* storage_;
     std::pmr::vector<std::uint32_t> matched_;
     std::pmr::vector<ChangeFilter> filters_;
-    std::size_t seen_ = 0;         ///< archetypes examined so far
-    std::uint64_t last_run_ = 0;   ///< tick at the end of the previous run
-    std::uint64_t run_since_ = 0;  ///< last_run_ as of this run's start
-    bool since_last_run_ = false;  ///< some filter is "since the last run"
+    std::size_t seen_ = 0;          ///< archetypes examined so far
+    std::uint64_t last_run_ = 0;    ///< tick at the end of the previous run
+    std::uint64_t run_since_ = 0;   ///< last_run_ as of this run's start
+    std::uint64_t write_tick_ = 0;  ///< set by a system run; 0 = the world's tick
+    bool since_last_run_ = false;   ///< some filter is "since the last run"
+    bool system_ = false;           ///< run by a schedule's system
 };
 
 /// What a query term is: `T&` (write), `const T&` (read), `T*`/`const T*` (optional), `Entity`.
@@ -259,13 +282,13 @@ decltype(auto) term_arg(typename term_traits<Term>::pointer base, std::size_t i)
 
 /// Stamps the changed ticks of every row of `a` for each written (`T&`/`T*`) term.
 template <class... Terms>
-void stamp_written(Storage& s, Archetype& a) noexcept {
+void stamp_written(Archetype& a, std::uint64_t tick) noexcept {
     if (!a.tracked) return;
     (
         [&] {
             using Tr = term_traits<Terms>;
             if constexpr (Tr::writes && !Tr::entity && !std::is_empty_v<typename Tr::component>) {
-                s.stamp_column(a, component_id<typename Tr::component>());
+                Storage::stamp_column(a, component_id<typename Tr::component>(), tick);
             }
         }(),
         ...);
@@ -393,14 +416,14 @@ public:
                       "after a leading tessera::Entity");
         detail::Storage& s = state_.storage();
         const std::span<const std::uint32_t> matched = state_.update();
-        detail::DeferScope defer(s);
+        detail::DeferScope defer(s, !state_.in_system());
         state_.begin_run();
         const bool filtered = !state_.filters().empty();
         for (const std::uint32_t index : matched) {
             detail::Archetype& a = s.archetype(index);
             if (a.size == 0) continue;
             // Tables without enable flags on the terms are stamped whole; the others per row.
-            if (!filtered && !gated(a)) detail::stamp_written<Terms...>(s, a);
+            if (!filtered && !gated(a)) detail::stamp_written<Terms...>(a, state_.write_tick());
             run_range<with_entity>(fn, s, a, 0, a.size, filtered);
         }
         state_.end_run();
@@ -432,14 +455,14 @@ public:
             starts_.push_back(total);
             total += a.size;
         }
-        detail::DeferScope defer(s);
-        detail::ParallelScope parallel(s);
+        detail::DeferScope defer(s, !state_.in_system());
+        detail::ParallelScope parallel(s, !state_.in_system());
         state_.begin_run();
         const bool filtered = !state_.filters().empty();
         if (!filtered) {
             // Tables without enable flags on the terms are stamped whole; the others per row.
             for (detail::Archetype* a : tables_) {
-                if (!gated(*a)) detail::stamp_written<Terms...>(s, *a);
+                if (!gated(*a)) detail::stamp_written<Terms...>(*a, state_.write_tick());
             }
         }
         detail::parallel_rows(total, [&](std::size_t begin, std::size_t end) {
@@ -468,13 +491,13 @@ public:
     void each_chunk(F&& fn) {
         detail::Storage& s = state_.storage();
         const std::span<const std::uint32_t> matched = state_.update();
-        detail::DeferScope defer(s);
+        detail::DeferScope defer(s, !state_.in_system());
         state_.begin_run();
         for (const std::uint32_t index : matched) {
             detail::Archetype& a = s.archetype(index);
             if (a.size == 0) continue;
-            detail::stamp_written<Terms...>(s, a);
-            Chunk chunk(s, a);
+            detail::stamp_written<Terms...>(a, state_.write_tick());
+            Chunk chunk(s, a, state_.write_tick());
             fn(chunk, span_of<Terms>(s, a)...);
         }
         state_.end_run();
@@ -512,8 +535,8 @@ public:
                 while (i_ < matched_.size() && s.archetype(matched_[i_]).size == 0) ++i_;
                 if (i_ < matched_.size()) {
                     detail::Archetype& a = s.archetype(matched_[i_]);
-                    detail::stamp_written<Terms...>(s, a);
-                    chunk_ = Chunk(s, a);
+                    detail::stamp_written<Terms...>(a, query_->state_.write_tick());
+                    chunk_ = Chunk(s, a, query_->state_.write_tick());
                 }
             }
             Query* query_ = nullptr;
@@ -632,7 +655,7 @@ private:
                 if constexpr (Tr::writes && !Tr::entity &&
                               !std::is_empty_v<typename Tr::component>) {
                     const std::int32_t c = a.slot(component_id<typename Tr::component>());
-                    if (c >= 0) s.stamp_changed(a, row, c);
+                    if (c >= 0) detail::Storage::stamp_changed(a, row, c, state_.write_tick());
                 }
             }(),
             ...);

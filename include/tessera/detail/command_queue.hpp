@@ -18,7 +18,9 @@ namespace tessera::detail {
 struct Command {
     enum class Kind : std::uint8_t { place, despawn, add, remove };
     Kind kind;
-    std::uint16_t group = 0;  ///< place: how many `add`s right behind it belong to the spawn
+    /// place: how many `add`s right behind it belong to the spawn; the first add / remove of a
+    /// call with several components: how many commands (this one included) the call made.
+    std::uint16_t group = 0;
     Entity entity;
     ComponentId id;             ///< add / remove
     const ComponentInfo* info;  ///< add: the value's hooks
@@ -40,14 +42,15 @@ public:
     /// Room for `n` more commands (call before pushing a group that must go in whole).
     void reserve(std::size_t n);
     /// Records a command without a value. Precondition: room reserved (no throw then).
-    void push(Command::Kind kind, Entity e, ComponentId id = {}) noexcept;
+    void push(Command::Kind kind, Entity e, ComponentId id = {}, std::uint16_t group = 0) noexcept;
     /// Records a spawn whose `group` components follow as `add`s. Precondition: room reserved.
     void push_place(Entity e, std::uint16_t group) noexcept;
     /// Space for an `add` value of `info`'s type, aligned; the caller constructs the value
     /// there and then calls `push_add`. May throw bad_alloc.
     std::byte* allocate_value(const ComponentInfo& info);
     /// Records an add whose value was constructed at `value`. Precondition: room reserved.
-    void push_add(Entity e, const ComponentInfo& info, std::byte* value) noexcept;
+    void push_add(Entity e, const ComponentInfo& info, std::byte* value,
+                  std::uint16_t group = 0) noexcept;
 
     /// The next command to apply, or null. `pop()` marks it applied (its value, if any, must
     /// have been moved out or destroyed by the caller).

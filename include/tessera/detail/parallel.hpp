@@ -64,7 +64,10 @@ void parallel_rows(std::size_t total, const Body& body) {
 /// the world's queue.
 class ParallelScope {
 public:
-    explicit ParallelScope(Storage& s) noexcept : s_(&s) { s.set_parallel(true); }
+    /// An inactive scope (`active` false) does nothing (a system's query: the flag is shared).
+    explicit ParallelScope(Storage& s, bool active = true) noexcept : s_(active ? &s : nullptr) {
+        if (active) s.set_parallel(true);
+    }
     ParallelScope(const ParallelScope&) = delete;
     ParallelScope& operator=(const ParallelScope&) = delete;
     void close() noexcept {

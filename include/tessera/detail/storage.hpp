@@ -152,6 +152,12 @@ struct WorldComponent {
     std::uint32_t column_capacity = 0;
 };
 
+/// What `Storage::apply_front` did: commands that took effect and commands skipped.
+struct Applied {
+    std::size_t applied = 0;
+    std::size_t skipped = 0;
+};
+
 /// Where a new row goes before its values are constructed.
 struct RowSlot {
     Archetype* archetype;
@@ -372,10 +378,11 @@ public:
     /// stands for) and pops it; a `place` moves the pending `target` into the empty table and
     /// also applies the `group` adds behind it, firing the spawn's observers once. Commands on
     /// a dead target and removes of absent components are skipped. Returns how many commands
-    /// took effect. A failure of the change itself (bad_alloc) leaves the command queued and
-    /// the world unchanged; an exception from an observer propagates after the command was
-    /// applied and popped.
-    std::size_t apply_front(CommandQueue& q, Entity target);
+    /// took effect and how many were skipped. A failure of the change itself (bad_alloc) leaves the
+    /// command queued and the world unchanged; an exception from an observer propagates after the
+    /// command was applied and popped. The commands of one call with several components (`group`)
+    /// apply together, firing observers as that call does when immediate.
+    Applied apply_front(CommandQueue& q, Entity target);
     /// Adds (or replaces) `id` on live `e`, relocating the value at `value` into the table (the
     /// source is left destroyed). Throws like `prepare_add` before consuming the value. Returns
     /// whether `e` had `id` already. Fires no observer.
@@ -444,18 +451,25 @@ public:
     /// (observers, deferral): the returned span points here then.
     [[nodiscard]] std::pmr::vector<Entity>& spawned() noexcept { return spawned_; }
 
-    /// Stamps the changed tick of every row of `id`'s column in `a` (when tracked).
-    void stamp_column(Archetype& a, ComponentId id) const noexcept {
+    /// Stamps the changed tick of every row of `id`'s column in `a` (when tracked) with
+    /// `tick` (a system's own tick inside a schedule, else the world's).
+    static void stamp_column(Archetype& a, ComponentId id, std::uint64_t tick) noexcept {
         const std::int32_t c = a.slot(id);
         if (c < 0) return;
         Column& col = a.columns[static_cast<std::uint32_t>(c)];
-        if (col.changed != nullptr) col.stamped = tick_;
+        if (col.changed != nullptr) col.stamped = tick;
     }
     /// Stamps the changed tick of `id` at `slot` when tracked.
     void stamp_changed(const Archetype& a, std::uint32_t row, std::int32_t column) const noexcept {
-        const Column& col = a.columns[static_cast<std::uint32_t>(column)];
-        if (col.changed != nullptr) col.changed[row] = tick_;
+        stamp_changed(a, row, column, tick_);
     }
+    static void stamp_changed(const Archetype& a, std::uint32_t row, std::int32_t column,
+                              std::uint64_t tick) noexcept {
+        const Column& col = a.columns[static_cast<std::uint32_t>(column)];
+        if (col.changed != nullptr) col.changed[row] = tick;
+    }
+    /// Sets the tick (a schedule gives each exclusive system its own while it runs).
+    void set_tick(std::uint64_t tick) noexcept { tick_ = tick; }
 
 private:
     Archetype& create_archetype(std::span<const ComponentId> sorted_ids);
@@ -517,13 +531,16 @@ private:
 /// Keeps the world deferring structural changes for a scope; the outermost scope applies them.
 class DeferScope {
 public:
-    explicit DeferScope(Storage& s) noexcept : s_(&s) { s.begin_defer(); }
+    /// An inactive scope (`active` false) does nothing: a query run by a system in a schedule
+    /// doesn't touch the world's queue, which other workers share.
+    explicit DeferScope(Storage& s, bool active = true) noexcept : s_(active ? &s : nullptr) {
+        if (active) s.begin_defer();
+    }
     DeferScope(const DeferScope&) = delete;
     DeferScope& operator=(const DeferScope&) = delete;
     /// Ends the scope, applying the queued changes (may throw; they stay queued then).
     void close() {
-        Storage* s = std::exchange(s_, nullptr);
-        s->end_defer();
+        if (Storage* s = std::exchange(s_, nullptr)) s->end_defer();
     }
     ~DeferScope() {
         if (s_ != nullptr) s_->end_defer_noexcept();

@@ -257,7 +257,7 @@ void World::add_deferred(Entity e, Ts&&... components) {
     [&]<std::size_t... I>(std::index_sequence<I...>) {
         ((::new (static_cast<void*>(slots[I]))
               std::remove_cvref_t<Ts>(std::forward<Ts>(components)),
-          s.deferred().push_add(e, *infos[I], slots[I])),
+          s.deferred().push_add(e, *infos[I], slots[I], I == 0 ? sizeof...(Ts) : 0)),
          ...);
     }
     (std::index_sequence_for<Ts...>{});
