@@ -179,8 +179,11 @@ public:
     /// Runs made by a system of a schedule: `since` is the system's previous tick and writes
     /// are stamped with `tick`; the query then neither defers the world nor advances its tick
     /// (other systems run at the same time).
-    void enter_system(std::uint64_t since, std::uint64_t tick) noexcept {
+    /// `exclusive`: the system runs alone and may change the world's structure, so the query
+    /// defers those changes as usual.
+    void enter_system(std::uint64_t since, std::uint64_t tick, bool exclusive) noexcept {
         system_ = true;
+        exclusive_ = exclusive;
         run_since_ = since;
         write_tick_ = tick;
     }
@@ -189,6 +192,9 @@ public:
         write_tick_ = 0;
     }
     [[nodiscard]] bool in_system() const noexcept { return system_; }
+    /// Whether a run defers the world's structural changes (and marks it parallel in par_each):
+    /// always, except for a system sharing the world with others.
+    [[nodiscard]] bool owns_world() const noexcept { return !system_ || exclusive_; }
     /// The tick this run stamps writes with.
     [[nodiscard]] std::uint64_t write_tick() const noexcept {
         return write_tick_ != 0 ? write_tick_ : storage_->tick();
@@ -210,6 +216,7 @@ private:
     std::uint64_t write_tick_ = 0;  ///< set by a system run; 0 = the world's tick
     bool since_last_run_ = false;   ///< some filter is "since the last run"
     bool system_ = false;           ///< run by a schedule's system
+    bool exclusive_ = false;        ///< ... that runs alone
 };
 
 /// What a query term is: `T&` (write), `const T&` (read), `T*`/`const T*` (optional), `Entity`.
@@ -416,7 +423,7 @@ public:
                       "after a leading tessera::Entity");
         detail::Storage& s = state_.storage();
         const std::span<const std::uint32_t> matched = state_.update();
-        detail::DeferScope defer(s, !state_.in_system());
+        detail::DeferScope defer(s, state_.owns_world());
         state_.begin_run();
         const bool filtered = !state_.filters().empty();
         for (const std::uint32_t index : matched) {
@@ -455,8 +462,8 @@ public:
             starts_.push_back(total);
             total += a.size;
         }
-        detail::DeferScope defer(s, !state_.in_system());
-        detail::ParallelScope parallel(s, !state_.in_system());
+        detail::DeferScope defer(s, state_.owns_world());
+        detail::ParallelScope parallel(s, state_.owns_world());
         state_.begin_run();
         const bool filtered = !state_.filters().empty();
         if (!filtered) {
@@ -491,7 +498,7 @@ public:
     void each_chunk(F&& fn) {
         detail::Storage& s = state_.storage();
         const std::span<const std::uint32_t> matched = state_.update();
-        detail::DeferScope defer(s, !state_.in_system());
+        detail::DeferScope defer(s, state_.owns_world());
         state_.begin_run();
         for (const std::uint32_t index : matched) {
             detail::Archetype& a = s.archetype(index);
@@ -582,6 +589,8 @@ public:
 
     /// The untyped spec the query matches with (its terms and filters).
     [[nodiscard]] const QuerySpec& spec() const noexcept { return state_.spec; }
+    /// The untyped state, for the library's own modules (schedule.hpp runs queries for systems).
+    [[nodiscard]] detail::QueryState& state() noexcept { return state_; }
 
     /// Calls `fn(World&, Entity)` when an entity starts matching the query's terms (spawn, add,
     /// remove; change filters and enable flags don't count). Entities that match when it is

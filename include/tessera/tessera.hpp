@@ -8,6 +8,9 @@
 #include <tessera/error.hpp>
 #include <tessera/events.hpp>
 #include <tessera/fwd.hpp>
+#include <tessera/observer.hpp>
 #include <tessera/query.hpp>
 #include <tessera/resource.hpp>
+#include <tessera/schedule.hpp>
+#include <tessera/system.hpp>
 #include <tessera/world.hpp>

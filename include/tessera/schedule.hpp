@@ -1,0 +1,232 @@
+/// @file schedule.hpp
+/// `Schedule`: systems in phases, run in parallel where their access allows, with deterministic
+/// sync points. System parameters are in system.hpp.
+///
+/// **Phases.** `start` runs once, on the first `run`; then every `run` runs `pre_update`,
+/// `update`, `post_update`, and ends the frame with `world.update_events()`. `manual` systems
+/// run only through `run_system`.
+///
+/// **Order.** Inside a phase, two systems conflict when one writes a component or resource the
+/// other reads or writes, or either is exclusive (`World&`). Conflicting systems run one after
+/// the other: by `before`/`after` (transitively), else by `order(n)`, else by registration.
+/// The rest run in parallel on oneTBB. The phase's *deterministic order* is the topological
+/// order of the `before`/`after` constraints, ties broken by (`order`, registration); it
+/// assigns the systems' ticks and is what one worker runs.
+///
+/// **Sync points.** Each system records commands (`Commands`) and events (`EventWriter`) into
+/// its own buffers. At the end of its phase they are applied system by system in registration
+/// order (commands with `on_dead::skip`, counted by `skipped_commands()`), so the world after a
+/// frame is the same on any number of workers. Events are visible from the next phase on.
+///
+/// **Change ticks.** Each system run gets its own tick, in the deterministic order; its writes
+/// are stamped with it and its `Added`/`Changed` filters see what was written after its previous
+/// run, exactly once. After a phase the world's tick is past every tick the phase used.
+///
+/// **Errors.** `build()`, `run()` and `stage_count()` report `unknown_system` (a `before`/`after`
+/// naming no system), `schedule_cycle` and, in a `strict()` schedule, `ambiguous_order`, before
+/// anything runs. At the start of a phase a missing `Res`/`ResMut` resource is
+/// `missing_resource`, before any of its systems runs. An exception from a system becomes
+/// `system_failed` (naming the system, the original nested) thrown from `run` after the phase
+/// settles: the other systems' commands are applied, the failed system's are dropped, the
+/// systems after it in the phase's graph and every later phase are skipped that frame.
+#pragma once
+
+#include <tessera/system.hpp>
+#include <tessera/world.hpp>
+
+#include <tbb/task_arena.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace tessera {
+
+/// When a system runs.
+enum class Phase : std::uint8_t {
+    start,        ///< once, on the first `run`
+    pre_update,   ///< every `run`, first
+    update,       ///< every `run` (the default)
+    post_update,  ///< every `run`, last
+    manual,       ///< only through `Schedule::run_system`
+};
+
+class Schedule;
+
+/// Configures one system of a schedule (returned by `Schedule::add`; calls chain). Valid until
+/// the schedule's next `add`/`remove`. Changes take effect at the next build.
+class SystemConfig {
+public:
+    SystemConfig(Schedule& schedule, std::size_t index) noexcept
+        : schedule_(&schedule), index_(index) {}
+
+    /// The phase the system runs in (default `update`).
+    SystemConfig& phase(Phase p);
+    /// Priority among systems of its phase that are not ordered otherwise (lower first;
+    /// default 0; ties by registration).
+    SystemConfig& order(int n);
+    /// Runs before / after the system named `name` (in the same or a later / earlier phase).
+    SystemConfig& before(std::string_view name);
+    SystemConfig& after(std::string_view name);
+    /// Declares (trusted) access: read / write `Ts`. A system taking `World&` with declared
+    /// access is no longer exclusive: it runs in parallel with systems it doesn't conflict
+    /// with, and must then touch nothing else (cinder's declared systems).
+    template <class... Ts>
+    SystemConfig& reads() {
+        const ComponentId ids[] = {component_id<Ts>()...};
+        return declare(ids, false);
+    }
+    template <class... Ts>
+    SystemConfig& writes() {
+        const ComponentId ids[] = {component_id<Ts>()...};
+        return declare(ids, true);
+    }
+    /// The system's name.
+    [[nodiscard]] const std::string& name() const;
+
+private:
+    SystemConfig& declare(std::span<const ComponentId> ids, bool write);
+    Schedule* schedule_;
+    std::size_t index_;
+};
+
+/// An ordered set of systems, run over a world frame after frame. Owned by the engine, not by
+/// the world; it holds no thread and no reference into a world between runs (beyond the
+/// systems' cached queries for the last world it ran on). Not thread-safe: one `run` at a time.
+class Schedule {
+public:
+    Schedule();
+    ~Schedule();
+    Schedule(Schedule&&) noexcept;
+    Schedule& operator=(Schedule&&) noexcept;
+    Schedule(const Schedule&) = delete;
+    Schedule& operator=(const Schedule&) = delete;
+
+    /// A schedule in which two conflicting systems with no `before`/`after` path between them
+    /// and the same `order` are an `ambiguous_order` build error.
+    static Schedule strict();
+
+    /// Adds a function system (a lambda, function or function object) named `name`; its
+    /// access is deduced from its parameter types (system.hpp). @throws Error(invalid_argument)
+    /// when the name is taken or empty.
+    template <class F>
+    SystemConfig add(std::string name, F&& fn) {
+        using Fn = std::decay_t<F>;
+        using S = typename detail::function_system<Fn, detail::callable_args_t<Fn>>::type;
+        return add_system(std::move(name), std::make_unique<S>(std::forward<F>(fn)));
+    }
+
+    /// Adds a class system `T` constructed from `args`, named after `T`. `T` has `on_update`
+    /// taking `(World&, float dt)`, `(World&)` or system parameters; optional
+    /// `on_create(World&)` runs before its first update, `on_destroy(World&)` when it is removed
+    /// (on the world it was created on, which must still be alive).
+    template <class T, class... Args>
+    SystemConfig add(Args&&... args);
+
+    /// Runs one frame: `start` (first time only), `pre_update`, `update`, `post_update`, then
+    /// `world.update_events()`. Uses oneTBB's default arena; `dt` is passed to `float`
+    /// parameters. @throws Error (build errors, missing_resource, system_failed)
+    void run(World& world, float dt = 0.0f);
+    /// `run` on the engine's arena: its concurrency is the number of workers (1 runs every
+    /// system inline on the calling thread).
+    void run(World& world, tbb::task_arena& arena, float dt = 0.0f);
+    /// Runs one system now (any phase, `manual` included), alone, with its sync point.
+    /// @throws Error(unknown_system), Error(system_failed)
+    void run_system(std::string_view name, World& world, float dt = 0.0f);
+
+    /// Turns a system on or off (an off system doesn't run and keeps its tick).
+    /// @throws Error(unknown_system)
+    void enable(std::string_view name, bool on = true);
+    [[nodiscard]] bool is_enabled(std::string_view name) const;
+    /// Removes a system (calling a class system's `on_destroy`). @throws Error(unknown_system)
+    void remove(std::string_view name);
+    [[nodiscard]] bool contains(std::string_view name) const noexcept;
+    /// Number of systems.
+    [[nodiscard]] std::size_t size() const noexcept;
+
+    /// Validates the systems and builds the phases' graphs (done by `run` when needed).
+    void build();
+    /// The number of layers of the phases' dependency graphs (start, pre_update, update,
+    /// post_update), each system in the earliest layer after everything it must follow.
+    [[nodiscard]] std::size_t stage_count();
+    /// Commands skipped at the sync points of the last `run` (their entity had died).
+    [[nodiscard]] std::size_t skipped_commands() const noexcept;
+
+    /// With two or more workers, a phase runs in parallel only when its systems took at least
+    /// this long in total the last time they ran (measured per system); below it, scheduling
+    /// tasks would cost more than it saves, so the phase runs inline in its deterministic
+    /// order (same result either way). Default 50 µs; zero makes every phase with two or more
+    /// systems parallel.
+    void set_parallel_threshold(std::chrono::nanoseconds threshold) noexcept;
+
+    struct Impl;
+
+private:
+    friend class SystemConfig;
+    SystemConfig add_system(std::string name, std::unique_ptr<detail::SystemBase> system);
+    std::unique_ptr<Impl> impl_;
+};
+
+namespace detail {
+
+template <class T>
+concept has_on_create = requires(T& t, World& w) {
+    t.on_create(w);
+};
+template <class T>
+concept has_on_destroy = requires(T& t, World& w) {
+    t.on_destroy(w);
+};
+
+/// A class system: `T` held by value, `on_update` deduced like a function system's parameters.
+template <class T, class Args>
+class ClassSystem;
+template <class T, class... A>
+class ClassSystem<T, std::tuple<A...>> : public SystemBase {
+public:
+    template <class... CArgs>
+    explicit ClassSystem(CArgs&&... args)
+        : inner_(Call{nullptr}), object_(std::forward<CArgs>(args)...) {
+        inner_.fn_.self = &object_;
+        access = inner_.access;
+    }
+    void prepare(World& w) override { inner_.prepare(w); }
+    void run(const SystemRun& r) override { inner_.run(r); }
+    void sync(World& w) override { inner_.sync(w); }
+    void drop() noexcept override { inner_.drop(); }
+    void create(World& w) override {
+        if constexpr (has_on_create<T>) object_.on_create(w);
+    }
+    void destroy(World& w) override {
+        if constexpr (has_on_destroy<T>) object_.on_destroy(w);
+    }
+
+private:
+    struct Call {
+        T* self;
+        void operator()(A... a) const { self->on_update(std::forward<A>(a)...); }
+    };
+    struct Inner : FunctionSystem<Call, A...> {
+        using FunctionSystem<Call, A...>::FunctionSystem;
+        using FunctionSystem<Call, A...>::fn_;
+    };
+    Inner inner_;
+    T object_;
+};
+
+}  // namespace detail
+
+template <class T, class... Args>
+SystemConfig Schedule::add(Args&&... args) {
+    using S = detail::ClassSystem<T, detail::callable_args_t<decltype(&T::on_update)>>;
+    return add_system(std::string(detail::raw_type_name<T>()),
+                      std::make_unique<S>(std::forward<Args>(args)...));
+}
+
+}  // namespace tessera
