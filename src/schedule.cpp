@@ -47,6 +47,7 @@ struct SystemEntry {
     CommandBuffer commands;
     std::uint64_t duration_ns = 0;  ///< its last run, when measured
     std::size_t position = 0;       ///< in its phase's deterministic order
+    bool takes_world = false;       ///< it has a World& parameter (exclusive or declared)
 
     /// The access the schedule uses: deduced, plus what was declared; a `World&` system with
     /// declared access is trusted not to need exclusivity.
@@ -72,6 +73,10 @@ struct PhaseGraph {
     std::unique_ptr<std::atomic<std::uint8_t>[]> skipped;
     std::vector<std::uint32_t> ready;
 };
+
+bool always_present(const World&) noexcept {
+    return true;
+}
 
 bool contains_id(const std::vector<ComponentId>& v, ComponentId id) {
     return std::find(v.begin(), v.end(), id) != v.end();
@@ -149,8 +154,15 @@ void Schedule::Impl::build() {
     if (!dirty) return;
     for (auto& s : systems) {
         s->access = s->system->access;
+        s->takes_world = s->access.exclusive;
         if (s->declared) {
             s->access.exclusive = false;  // trusted: the declaration replaces World&'s claim
+            if (s->takes_world) {
+                // Its direct writes go through the world, stamped with the world's tick, which
+                // it sets to its own while it runs: two such systems never overlap.
+                s->access.resources.push_back(
+                    {std::type_index(typeid(World)), "World (its tick)", &always_present, true});
+            }
             s->access.reads.insert(s->access.reads.end(), s->declared_reads.begin(),
                                    s->declared_reads.end());
             s->access.writes.insert(s->access.writes.end(), s->declared_writes.begin(),
@@ -312,8 +324,9 @@ void Schedule::Impl::run_one(SystemEntry& s, World& w, std::uint64_t tick, float
     const detail::SystemRun run{&w, &s.commands, dt, tick, s.last_tick, s.access.exclusive};
     const auto start =
         measure ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    if (s.access.exclusive) {
-        // Runs alone: its direct writes and immediate changes carry its own tick.
+    if (s.takes_world) {
+        // Its direct writes and immediate changes carry its own tick (it runs alone, or with
+        // systems that don't read the world's tick: a declared World& system).
         storage.set_tick(tick);
         struct Restore {
             detail::Storage& s;
@@ -377,7 +390,15 @@ void Schedule::Impl::run_parallel(PhaseGraph& g, PhaseRun& r, World& w, float dt
             bool ok = skipped[k].load(std::memory_order_acquire) == 0;
             if (ok && r.ticks[k] != 0) {
                 try {
+#ifdef TESSERA_TSAN
                     run_one(*g.order[k], w, r.ticks[k], dt, true);
+#else
+                    // Isolated: while the system waits inside (a par_each), this thread runs
+                    // only that wait's tasks, never another lane, which could block on systems
+                    // below it on the same stack.
+                    tbb::this_task_arena::isolate(
+                        [&] { run_one(*g.order[k], w, r.ticks[k], dt, true); });
+#endif
                 } catch (...) {
                     r.errors[k] = std::current_exception();
                     ok = false;
@@ -491,8 +512,15 @@ void Schedule::Impl::run(World& w, int workers, tbb::task_arena* arena, float dt
         ~EndFrame() { w.update_events(); }
     } end{w};
     if (!started) {
+        try {
+            run_phase(static_cast<std::size_t>(Phase::start), w, workers, arena, dt);
+        } catch (const Error& e) {
+            // A missing resource stops the phase before any of its systems ran: try again on
+            // the next run. Any other failure happened while it ran: it ran.
+            if (e.code() != errc::missing_resource) started = true;
+            throw;
+        }
         started = true;
-        run_phase(static_cast<std::size_t>(Phase::start), w, workers, arena, dt);
     }
     for (const Phase p : {Phase::pre_update, Phase::update, Phase::post_update})
         run_phase(static_cast<std::size_t>(p), w, workers, arena, dt);
