@@ -477,10 +477,14 @@ void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_a
     }
     const bool parallel = workers > 1 && enabled > 1 && g.layers < n &&
                           work >= static_cast<std::uint64_t>(threshold.count());
-    if (parallel)
+    if (parallel) {
         run_parallel(g, r, w, dt, workers, arena);
-    else
+    } else if (arena != nullptr) {
+        // Inside the engine's arena, so a par_each in a system uses its workers.
+        arena->execute([&] { run_inline(g, r, w, dt, workers > 1); });
+    } else {
         run_inline(g, r, w, dt, workers > 1);
+    }
     // Sync point: the phase's writes are all stamped at most `next`; what follows is newer.
     storage.set_tick(next + 1);
     std::size_t failed = n;
@@ -571,6 +575,7 @@ void Schedule::run(World& world, tbb::task_arena& arena, float dt) {
 void Schedule::run_system(std::string_view name, World& world, float dt) {
     impl_->build();
     SystemEntry& s = impl_->get(name, "Schedule::run_system");
+    impl_->skipped = 0;
     impl_->prepare(s, world);
     impl_->check_resources(s, world, "Schedule::run_system");
     detail::Storage& storage = world.storage();

@@ -155,7 +155,8 @@ public:
     /// The number of layers of the phases' dependency graphs (start, pre_update, update,
     /// post_update), each system in the earliest layer after everything it must follow.
     [[nodiscard]] std::size_t stage_count();
-    /// Commands skipped at the sync points of the last `run` (their entity had died).
+    /// Commands skipped at the sync points of the last `run` or `run_system` (their entity had
+    /// died).
     [[nodiscard]] std::size_t skipped_commands() const noexcept;
 
     /// With two or more workers, a phase runs in parallel only when its systems took at least
