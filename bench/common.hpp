@@ -40,6 +40,16 @@ struct Transform {
 struct Rotation {
     float x, y, z;
 };
+/// A component no scenario uses: the `*_unrelated_observer` variants observe it, so their
+/// world has a subscription that never fires (the cost of observers to the code that does not
+/// use them).
+struct Unrelated {
+    int v;
+};
+
+/// Observers on a scenario's world: `tessera` (none), `tessera_unrelated_observer` (one on a
+/// type the scenario never touches), `tessera_observed` (one that fires on every item).
+enum class Observed { none, unrelated, every };
 
 /// Entity count of every scenario unless said otherwise.
 inline constexpr std::size_t kN = 1'000'000;

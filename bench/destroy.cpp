@@ -1,10 +1,14 @@
 // destroy: a world with N entities of Position+Velocity (built untimed); despawn all, one at a
 // time, in creation order. Raw baseline: pop_back one at a time (a floor, not an equivalent).
+// Also on a world with an observer of an unrelated type, and with an on_despawn observer
+// counting the despawns.
 #include "common.hpp"
 
+#include <tessera/observer.hpp>
 #include <tessera/tessera.hpp>
 
 #include <span>
+#include <string>
 #include <vector>
 
 namespace tessera_bench {
@@ -34,7 +38,9 @@ void destroy_raw(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kN));
 }
 
-void destroy_tessera(benchmark::State& state) {
+/// The tessera scenario on a world with `observed` observers (see Observed), subscribed after
+/// the untimed spawn: `every` counts the despawns with on_despawn.
+void destroy_tessera_with(benchmark::State& state, Observed observed, const std::string& name) {
     bool checked = false;
     for (auto _ : state) {
         tessera::World world;  // constructed and destroyed outside the timed region
@@ -45,6 +51,14 @@ void destroy_tessera(benchmark::State& state) {
             });
         // The span dies with the first despawn: keep a copy of the handles.
         const std::vector<tessera::Entity> handles(spawned.begin(), spawned.end());
+        std::size_t observed_despawns = 0;
+        tessera::Observer keep;
+        if (observed == Observed::unrelated)
+            keep = world.on_add<Unrelated>([](tessera::World&, tessera::Entity) {});
+        if (observed == Observed::every) {
+            keep = world.on_despawn(
+                [&observed_despawns](tessera::World&, tessera::Entity) { ++observed_despawns; });
+        }
         std::size_t despawned = 0;
         Stopwatch watch;
         for (const tessera::Entity e : handles) despawned += world.despawn(e) ? 1 : 0;
@@ -54,7 +68,11 @@ void destroy_tessera(benchmark::State& state) {
         if (!checked) {
             checked = true;
             if (despawned != kN || world.count() != 0 || world.is_alive(handles[kN / 2])) {
-                state.SkipWithError("destroy/tessera: entities left alive");
+                state.SkipWithError((name + ": entities left alive").c_str());
+                break;
+            }
+            if (observed_despawns != (observed == Observed::every ? kN : 0)) {
+                state.SkipWithError((name + ": wrong on_despawn count").c_str());
                 break;
             }
         }
@@ -62,8 +80,22 @@ void destroy_tessera(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kN));
 }
 
+void destroy_tessera(benchmark::State& state) {
+    destroy_tessera_with(state, Observed::none, "destroy/tessera");
+}
+void destroy_tessera_unrelated_observer(benchmark::State& state) {
+    destroy_tessera_with(state, Observed::unrelated, "destroy/tessera_unrelated_observer");
+}
+void destroy_tessera_observed(benchmark::State& state) {
+    destroy_tessera_with(state, Observed::every, "destroy/tessera_observed");
+}
+
 BENCHMARK(destroy_raw)->Name("destroy/raw")->Apply(setup_heavy);
 BENCHMARK(destroy_tessera)->Name("destroy/tessera")->Apply(setup_heavy);
+BENCHMARK(destroy_tessera_unrelated_observer)
+    ->Name("destroy/tessera_unrelated_observer")
+    ->Apply(setup_heavy);
+BENCHMARK(destroy_tessera_observed)->Name("destroy/tessera_observed")->Apply(setup_heavy);
 
 }  // namespace
 }  // namespace tessera_bench

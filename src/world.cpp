@@ -117,6 +117,8 @@ bool World::despawn(Entity e) {
         s.deferred().push(detail::Command::Kind::despawn, e);
         return true;
     }
+    if (!s.observed()) [[likely]]
+        return s.despawn(e);
     return detail::despawn(s, e);
 }
 

@@ -305,6 +305,8 @@ private:
     bool remove_deferred(Entity e, std::span<const ComponentId> ids);
     template <class... Ts>
     void add_deferred(Entity e, Ts&&... components);
+    template <class... Ts>
+    void add_observed(Entity e, std::span<const ComponentId> ids, Ts&&... components);
     template <class T>
     std::uint64_t tick_of(Entity e, bool added, const char* op);
     template <class T>

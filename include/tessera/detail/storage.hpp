@@ -435,6 +435,11 @@ public:
                    return components_[id.value].observed;
                });
     }
+    /// Whether a change of an entity in `a` (a spawn into it, a despawn from it) may fire
+    /// observers.
+    [[nodiscard]] bool observes(const Archetype& a) const noexcept {
+        return observed_ && a.observed;
+    }
     /// Whether despawning `e` (alive) or removing from it may fire observers.
     [[nodiscard]] bool observes(const EntityRecord& r) const noexcept {
         return observed_ && archetypes_[r.archetype]->observed;

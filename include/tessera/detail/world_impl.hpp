@@ -99,7 +99,7 @@ requires(sizeof...(Ts) > 0) Entity World::spawn(Ts&&... components) {
         }
         (std::index_sequence_for<Ts...>{});
         const Entity e = s.commit_spawn(slot);
-        if (s.observes(ids)) [[unlikely]]
+        if (s.observes(*bundle.archetype)) [[unlikely]]
             detail::notify_spawned(s, e);
         return e;
     }
@@ -204,6 +204,20 @@ std::span<const Entity> World::spawn_many(std::size_t n, Init&& init) {
     return detail::spawn_many_impl(s, n, init, static_cast<Args*>(nullptr));
 }
 
+namespace detail {
+/// Adds (or replaces) the components on `e` in one move; `existed[i]` tells which were there.
+template <class... Ts>
+[[gnu::always_inline]] inline void add_now(Storage& s, Entity e, std::span<const ComponentId> ids,
+                                           bool* existed, Ts&&... components) {
+    const RowSlot slot = sizeof...(Ts) == 1 ? s.prepare_add_one(e, ids[0], existed[0], "World::add")
+                                            : s.prepare_add(e, ids, existed, "World::add");
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+        (place<std::remove_cvref_t<Ts>>(s, slot, existed[I], std::forward<Ts>(components)), ...);
+    }
+    (std::index_sequence_for<Ts...>{});
+}
+}  // namespace detail
+
 template <class... Ts>
 requires(sizeof...(Ts) > 0) void World::add(Entity e, Ts&&... components) {
     static_assert(detail::components_v<Ts...>, TESSERA_COMPONENT_REQUIREMENT);
@@ -224,22 +238,25 @@ requires(sizeof...(Ts) > 0) void World::add(Entity e, Ts&&... components) {
         }
         const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
         detail::Storage& s = *storage_;
-        const bool observed = s.observes(ids);
-        const detail::EntityRecord* before = observed ? s.record(e) : nullptr;
-        const std::uint32_t from = before != nullptr ? before->archetype : detail::no_index;
-        bool existed[sizeof...(Ts)];
-        const detail::RowSlot slot = sizeof...(Ts) == 1
-                                         ? s.prepare_add_one(e, ids[0], existed[0], "World::add")
-                                         : s.prepare_add(e, ids, existed, "World::add");
-        [&]<std::size_t... I>(std::index_sequence<I...>) {
-            (detail::place<std::remove_cvref_t<Ts>>(s, slot, existed[I],
-                                                    std::forward<Ts>(components)),
-             ...);
+        if (s.observes(ids)) [[unlikely]] {
+            add_observed(e, ids, std::forward<Ts>(components)...);
+            return;
         }
-        (std::index_sequence_for<Ts...>{});
-        if (observed) [[unlikely]]
-            detail::notify_added(s, e, from, ids, existed);
+        bool existed[sizeof...(Ts)];
+        detail::add_now<Ts...>(s, e, ids, existed, std::forward<Ts>(components)...);
     }
+}
+
+// Out of line, so the common path of `add` stays as small as before observers existed.
+template <class... Ts>
+[[gnu::noinline]] void World::add_observed(Entity e, std::span<const ComponentId> ids,
+                                           Ts&&... components) {
+    detail::Storage& s = *storage_;
+    const detail::EntityRecord* before = s.record(e);
+    const std::uint32_t from = before != nullptr ? before->archetype : detail::no_index;
+    bool existed[sizeof...(Ts)];
+    detail::add_now<Ts...>(s, e, ids, existed, std::forward<Ts>(components)...);
+    detail::notify_added(s, e, from, ids, existed);
 }
 
 template <class... Ts>
@@ -310,7 +327,7 @@ requires(sizeof...(Ts) > 0) bool World::remove(Entity e) {
         if (storage_->deferring()) return remove_deferred(e, ids);
         if (storage_->observes(ids))
             return detail::observed_remove(*storage_, e, ids, "World::remove");
-        return storage_->remove(e, ids, "World::remove");
+        // Observers of other types only: the usual path.
     }
     if constexpr (sizeof...(Ts) == 1) {
         return storage_->remove_one(e, component_id<Ts...>(), "World::remove");
