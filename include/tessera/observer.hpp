@@ -19,10 +19,12 @@
 /// the change itself stands (a removal or despawn observed beforehand is still carried out) and
 /// the observers after the failing one, for that change, are skipped.
 ///
-/// **Cost.** A world without subscriptions takes no extra work on structural changes beyond one
-/// predictable branch. With subscriptions, every structural change takes the observed path:
-/// each event looks up its observer list by component id (an array index), and each query
-/// observer tests the source and target archetypes against its terms.
+/// **Cost.** In a world without subscriptions a structural change pays one predictable branch.
+/// With subscriptions, a change takes the observed path only when it concerns a component that
+/// has observers, or when the world has entity (`on_spawn`/`on_despawn`) or query observers;
+/// otherwise it pays one flag test per component more. On the observed path each event looks
+/// up its observer list by component id (an array index), and each query observer tests the
+/// source and target archetypes against its terms. Figures: docs/benchmarks.md.
 #pragma once
 
 #include <tessera/detail/observe.hpp>
