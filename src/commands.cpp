@@ -69,12 +69,7 @@ std::size_t CommandBuffer::apply(World& world, on_dead policy) {
                 continue;
             }
             case detail::Command::Kind::despawn:
-                if (s.permanent(e.index) && world.is_alive(e)) {
-                    std::ostringstream os;
-                    os << "CommandBuffer::despawn: entity " << e
-                       << " is permanent (spawned with spawn_permanent)";
-                    throw Error(errc::permanent_entity, os.str());
-                }
+                detail::check_despawnable(s, "CommandBuffer::despawn", e);
                 break;
             case detail::Command::Kind::add:
             case detail::Command::Kind::remove:

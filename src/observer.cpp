@@ -316,26 +316,24 @@ std::weak_ptr<ObserverRegistry> registry_of(Storage& s) {
     return s.observers_shared();
 }
 
-std::uint64_t subscribe(Storage& s, Event kind, ComponentId id, ObserverCallback cb) {
-    ObserverRegistry* r = nullptr;
+namespace {
+// The registry, made if needed; `cb` is destroyed when that fails (the caller gave it away).
+ObserverRegistry& registry_for(Storage& s, const ObserverCallback& cb) {
     try {
-        r = &s.observer_registry();
+        return s.observer_registry();
     } catch (...) {
         cb.destroy(cb.ctx, s.resource());
         throw;
     }
-    return r->subscribe(kind, id, cb);
+}
+}  // namespace
+
+std::uint64_t subscribe(Storage& s, Event kind, ComponentId id, ObserverCallback cb) {
+    return registry_for(s, cb).subscribe(kind, id, cb);
 }
 
 std::uint64_t subscribe_query(Storage& s, Event kind, const QuerySpec& spec, ObserverCallback cb) {
-    ObserverRegistry* r = nullptr;
-    try {
-        r = &s.observer_registry();
-    } catch (...) {
-        cb.destroy(cb.ctx, s.resource());
-        throw;
-    }
-    return r->subscribe_query(kind, spec, cb);
+    return registry_for(s, cb).subscribe_query(kind, spec, cb);
 }
 
 // ------------------------------------------------------------------------ observed changes
@@ -391,16 +389,8 @@ void notify_added(Storage& s, Entity e, std::uint32_t from, std::span<const Comp
                   const bool* existed) {
     ObserverRegistry& reg = *s.observers();
     // Ascending component id within each event kind.
-    constexpr std::size_t small = 16;
-    std::pair<ComponentId, bool> sorted_small[small];
-    std::pmr::vector<std::pair<ComponentId, bool>> sorted_big(s.resource());
-    std::span<std::pair<ComponentId, bool>> sorted;
-    if (ids.size() <= small) {
-        sorted = {sorted_small, ids.size()};
-    } else {
-        sorted_big.resize(ids.size());
-        sorted = sorted_big;
-    }
+    ScratchArray<std::pair<ComponentId, bool>> buffer(ids.size(), s.resource());
+    const std::span<std::pair<ComponentId, bool>> sorted = buffer.span();
     for (std::size_t i = 0; i < ids.size(); ++i) sorted[i] = {ids[i], existed[i]};
     std::sort(sorted.begin(), sorted.end());
     observed(
@@ -431,16 +421,8 @@ bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, con
     const EntityRecord* r = s.record(e);
     if (r == nullptr) throw_not_alive(op, e, ids[0]);
     Archetype& from = s.archetype(r->archetype);
-    constexpr std::size_t small = 16;
-    ComponentId present_small[small];
-    std::pmr::vector<ComponentId> present_big(s.resource());
-    std::span<ComponentId> present;
-    if (ids.size() <= small) {
-        present = {present_small, ids.size()};
-    } else {
-        present_big.resize(ids.size());
-        present = present_big;
-    }
+    ScratchArray<ComponentId> buffer(ids.size(), s.resource());
+    std::span<ComponentId> present = buffer.span();
     std::size_t n = 0;
     for (const ComponentId id : ids) {
         if (from.contains(id) &&

@@ -102,13 +102,20 @@ std::string conflict(const detail::Access& a, const detail::Access& b) {
     return {};
 }
 
-std::string nested_message(const std::exception_ptr& e) {
+/// Throws `system_failed` with `context` and the original's message, the original nested.
+[[noreturn]] void throw_system_failed(const std::string& context, const std::exception_ptr& e) {
+    std::string what;
     try {
         std::rethrow_exception(e);
     } catch (const std::exception& x) {
-        return x.what();
+        what = x.what();
     } catch (...) {
-        return "an exception that is not a std::exception";
+        what = "an exception that is not a std::exception";
+    }
+    try {
+        std::rethrow_exception(e);
+    } catch (...) {
+        std::throw_with_nested(Error(errc::system_failed, context + ": " + what));
     }
 }
 
@@ -498,14 +505,9 @@ void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_a
         if (r.errors[k] && (failed == n || k < failed)) failed = k;
     }
     if (failed == n) return;
-    const std::string message = "Schedule::run: system '" + g.order[failed]->name +
-                                "' failed in phase " + phase_name(static_cast<Phase>(p)) + ": " +
-                                nested_message(r.errors[failed]);
-    try {
-        std::rethrow_exception(r.errors[failed]);
-    } catch (...) {
-        std::throw_with_nested(Error(errc::system_failed, message));
-    }
+    throw_system_failed("Schedule::run: system '" + g.order[failed]->name + "' failed in phase " +
+                            phase_name(static_cast<Phase>(p)),
+                        r.errors[failed]);
 }
 
 void Schedule::Impl::run(World& w, int workers, tbb::task_arena* arena, float dt) {
@@ -592,13 +594,7 @@ void Schedule::run_system(std::string_view name, World& world, float dt) {
         s.last_tick = tick;
         return;
     }
-    const std::string message =
-        "Schedule::run_system: system '" + s.name + "' failed: " + nested_message(error);
-    try {
-        std::rethrow_exception(error);
-    } catch (...) {
-        std::throw_with_nested(Error(errc::system_failed, message));
-    }
+    throw_system_failed("Schedule::run_system: system '" + s.name + "' failed", error);
 }
 
 void Schedule::enable(std::string_view name, bool on) {

@@ -690,42 +690,6 @@ void Storage::flush() {
     while (Command* c = deferred_.front()) apply_front(deferred_, c->entity);
 }
 
-namespace {
-// The ids (and a flag each) of one call's commands: on the stack up to 16, else from `mr`.
-class IdBuffer {
-public:
-    IdBuffer(std::size_t n, std::pmr::memory_resource* mr) : n_(n), mr_(mr) {
-        if (n <= small) return;
-        ids_ =
-            static_cast<ComponentId*>(mr->allocate(n * sizeof(ComponentId), alignof(ComponentId)));
-        try {
-            flags_ = static_cast<bool*>(mr->allocate(n, alignof(bool)));
-        } catch (...) {
-            mr->deallocate(ids_, n * sizeof(ComponentId), alignof(ComponentId));
-            throw;
-        }
-    }
-    IdBuffer(const IdBuffer&) = delete;
-    IdBuffer& operator=(const IdBuffer&) = delete;
-    ~IdBuffer() {
-        if (ids_ == small_ids_) return;
-        mr_->deallocate(ids_, n_ * sizeof(ComponentId), alignof(ComponentId));
-        mr_->deallocate(flags_, n_, alignof(bool));
-    }
-    ComponentId* ids() noexcept { return ids_; }
-    bool* flags() noexcept { return flags_; }
-
-private:
-    static constexpr std::size_t small = 16;
-    ComponentId small_ids_[small];
-    bool small_flags_[small] = {};
-    std::size_t n_;
-    std::pmr::memory_resource* mr_;
-    ComponentId* ids_ = small_ids_;
-    bool* flags_ = small_flags_;
-};
-}  // namespace
-
 Applied Storage::apply_front(CommandQueue& q, Entity target) {
     const Command cmd = *q.front();  // the queue may grow (and move) while observers run
     const EntityRecord* r = record(target);
@@ -781,12 +745,12 @@ Applied Storage::apply_front(CommandQueue& q, Entity target) {
             const std::size_t n = members(std::max<std::size_t>(cmd.group, 1));
             const std::span<const Command> call = q.pending().first(n);
             Archetype& from = *archetypes_[r->archetype];
-            IdBuffer buffer(n, mr_);
+            ScratchArray<ComponentId> buffer(n, mr_);
             std::size_t present = 0;
             for (const Command& c : call) {
-                if (from.contains(c.id)) buffer.ids()[present++] = c.id;
+                if (from.contains(c.id)) buffer[present++] = c.id;
             }
-            const std::span<const ComponentId> ids(buffer.ids(), present);
+            const std::span<const ComponentId> ids(buffer.data(), present);
             // Everything that can fail happens while the commands are still queued.
             if (present != 0) reserve_rows(removal_target(from, ids), 1);
             for (std::size_t k = 0; k < n; ++k) q.pop();
@@ -804,16 +768,16 @@ Applied Storage::apply_front(CommandQueue& q, Entity target) {
             }
             const std::uint32_t from = r->archetype;
             const std::size_t n = members(std::max<std::size_t>(cmd.group, 1));
-            IdBuffer buffer(n, mr_);
+            ScratchArray<ComponentId> ids(n, mr_);
+            ScratchArray<bool> existed(n, mr_);
             for (std::size_t k = 0; k < n; ++k) {
                 Command& c = *q.front();
-                buffer.flags()[k] = add_value(target, c.id, c.value, "World::add");
-                buffer.ids()[k] = c.id;
+                existed[k] = add_value(target, c.id, c.value, "World::add");
+                ids[k] = c.id;
                 c.value = nullptr;  // moved into the table
                 q.pop();
             }
-            const std::span<const ComponentId> ids(buffer.ids(), n);
-            if (observes(ids)) notify_added(*this, target, from, ids, buffer.flags());
+            if (observes(ids.span())) notify_added(*this, target, from, ids.span(), existed.data());
             return {n, 0};
         }
     }

@@ -83,6 +83,14 @@ detail::ResourceMap& World::resources() {
 
 namespace detail {
 
+void check_despawnable(const Storage& s, const char* op, Entity e) {
+    if (s.permanent(e.index) && s.record(e) != nullptr) [[unlikely]] {
+        std::ostringstream os;
+        os << op << ": entity " << e << " is permanent (spawned with spawn_permanent)";
+        throw Error(errc::permanent_entity, os.str());
+    }
+}
+
 void check_not_parallel(const Storage& s, const char* op) {
     if (s.parallel()) [[unlikely]] {
         throw Error(errc::invalid_argument,
@@ -105,11 +113,7 @@ Entity World::spawn_deferred(std::uint16_t components) {
 
 bool World::despawn(Entity e) {
     detail::Storage& s = *storage_;
-    if (s.permanent(e.index) && is_alive(e)) [[unlikely]] {
-        std::ostringstream os;
-        os << "World::despawn: entity " << e << " is permanent (spawned with spawn_permanent)";
-        throw Error(errc::permanent_entity, os.str());
-    }
+    detail::check_despawnable(s, "World::despawn", e);
     if (s.deferring()) [[unlikely]] {
         detail::check_not_parallel(s, "World::despawn");
         if (!is_alive(e) || s.despawn_pending(e)) return false;

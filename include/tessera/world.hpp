@@ -322,6 +322,8 @@ namespace detail {
 /// Cold paths of the typed API: they build the message and throw.
 [[noreturn]] void throw_not_alive(const char* op, Entity e, ComponentId id);
 [[noreturn]] void throw_missing(const char* op, Entity e, ComponentId id);
+/// Throws permanent_entity (naming `op`) when `e` is alive and permanent.
+void check_despawnable(const Storage& s, const char* op, Entity e);
 /// Throws invalid_argument when a par_each is running (structural calls from its workers).
 void check_not_parallel(const Storage& s, const char* op);
 /// Throws the right error for a failed lookup of `id` on `e`.

@@ -18,6 +18,7 @@
 #include <memory>
 #include <memory_resource>
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -150,6 +151,36 @@ struct WorldComponent {
     std::byte** columns = nullptr;
     std::uint32_t column_count = 0;
     std::uint32_t column_capacity = 0;
+};
+
+/// `n` values of a trivially destructible `T` for one call's scratch work: on the stack up to
+/// 16, else from `mr` (may throw bad_alloc). Values start value-initialised.
+template <class T>
+class ScratchArray {
+    static_assert(std::is_trivially_destructible_v<T>);
+
+public:
+    ScratchArray(std::size_t n, std::pmr::memory_resource* mr) : n_(n), mr_(mr) {
+        if (n > small) {
+            data_ = static_cast<T*>(mr->allocate(n * sizeof(T), alignof(T)));
+            std::uninitialized_value_construct_n(data_, n);
+        }
+    }
+    ScratchArray(const ScratchArray&) = delete;
+    ScratchArray& operator=(const ScratchArray&) = delete;
+    ~ScratchArray() {
+        if (data_ != local_) mr_->deallocate(data_, n_ * sizeof(T), alignof(T));
+    }
+    [[nodiscard]] T* data() noexcept { return data_; }
+    [[nodiscard]] std::span<T> span() noexcept { return {data_, n_}; }
+    T& operator[](std::size_t i) noexcept { return data_[i]; }
+
+private:
+    static constexpr std::size_t small = 16;
+    T local_[small] = {};
+    std::size_t n_;
+    std::pmr::memory_resource* mr_;
+    T* data_ = local_;
 };
 
 /// What `Storage::apply_front` did: commands that took effect and commands skipped.
