@@ -54,6 +54,12 @@ void CommandQueue::push_add(Entity e, const ComponentInfo& info, std::byte* valu
     commands_.push_back(Command{Command::Kind::add, group, e, info.id, &info, value});
 }
 
+void CommandQueue::push_relation(Command::Kind kind, Entity e, Entity target,
+                                 const RelationType& relation, const ComponentInfo& info,
+                                 std::byte* value) noexcept {
+    commands_.push_back(Command{kind, 0, e, info.id, &info, value, target, &relation});
+}
+
 void CommandQueue::pop() noexcept {
     ++next_;
     if (next_ == commands_.size()) {

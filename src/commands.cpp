@@ -42,11 +42,13 @@ std::size_t CommandBuffer::apply(World& world, on_dead policy) {
     skipped_ = 0;
     resolved_.reserve(placeholders_);
     while (detail::Command* c = queue_.front()) {
-        Entity e = c->entity;
-        if (is_placeholder(e)) {
-            // Placeholders always come from an earlier spawn command of this buffer.
-            e = e.index < resolved_.size() ? resolved_[e.index] : Entity::null();
-        }
+        // Placeholders always come from an earlier spawn command of this buffer.
+        auto resolve = [&](Entity x) {
+            if (!is_placeholder(x)) return x;
+            return x.index < resolved_.size() ? resolved_[x.index] : Entity::null();
+        };
+        const Entity e = resolve(c->entity);
+        const Entity other = resolve(c->target);
         detail::Applied took;
         switch (c->kind) {
             case detail::Command::Kind::place: {
@@ -82,8 +84,19 @@ std::size_t CommandBuffer::apply(World& world, on_dead policy) {
                 if (c->kind == detail::Command::Kind::add && world.is_alive(e))
                     s.ensure_component(c->id);  // registers the type in this world
                 break;
+            case detail::Command::Kind::relate:
+            case detail::Command::Kind::unrelate: {
+                const char* op = c->kind == detail::Command::Kind::relate ? "CommandBuffer::relate"
+                                                                         : "CommandBuffer::unrelate";
+                if (policy == on_dead::raise) {
+                    if (!world.is_alive(e)) detail::throw_not_alive(op, e, c->id);
+                    if (c->kind == detail::Command::Kind::relate && !world.is_alive(other))
+                        detail::throw_not_alive(op, other, c->id);
+                }
+                break;
+            }
         }
-        took = s.apply_front(queue_, e);
+        took = s.apply_front(queue_, e, other);
         applied += took.applied;
         skipped_ += took.skipped;
     }

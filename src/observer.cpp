@@ -4,6 +4,7 @@
 #include <tessera/error.hpp>
 #include <tessera/observer.hpp>
 #include <tessera/query.hpp>
+#include <tessera/relation.hpp>
 
 #include <algorithm>
 #include <string>
@@ -11,14 +12,19 @@
 namespace tessera::detail {
 
 namespace {
-constexpr std::size_t event_kinds = 7;
-constexpr std::size_t typed_kinds = 3;  // add, remove, set: per component
+constexpr std::size_t event_kinds = 9;
+constexpr std::size_t typed_kinds = 5;  // add, remove, set, relate, unrelate: per component
 
 constexpr std::size_t kind_index(Event k) noexcept {
     return static_cast<std::size_t>(k);
 }
+/// Position among the per-component kinds (add, remove, set, relate, unrelate).
+constexpr std::size_t typed_index(Event k) noexcept {
+    return k <= Event::set ? kind_index(k) : kind_index(k) - kind_index(Event::relate) + 3;
+}
 constexpr bool typed(Event k) noexcept {
-    return k == Event::add || k == Event::remove || k == Event::set;
+    return k == Event::add || k == Event::remove || k == Event::set || k == Event::relate ||
+           k == Event::unrelate;
 }
 }  // namespace
 
@@ -47,8 +53,10 @@ public:
           enter_(mr),
           exit_(mr),
           typed_{std::pmr::vector<List>(mr), std::pmr::vector<List>(mr),
+                 std::pmr::vector<List>(mr), std::pmr::vector<List>(mr),
                  std::pmr::vector<List>(mr)},
           type_off_{std::pmr::vector<std::uint8_t>(mr), std::pmr::vector<std::uint8_t>(mr),
+                    std::pmr::vector<std::uint8_t>(mr), std::pmr::vector<std::uint8_t>(mr),
                     std::pmr::vector<std::uint8_t>(mr)},
           by_id_(mr) {
         std::fill(std::begin(on_), std::end(on_), true);
@@ -72,7 +80,7 @@ public:
         try {
             List* list = nullptr;
             if (typed(kind)) {
-                auto& lists = typed_[kind_index(kind)];
+                auto& lists = typed_[typed_index(kind)];
                 if (id.value >= lists.size()) {
                     // Each List needs the allocator: grow with copies of an empty one.
                     lists.resize(std::max<std::size_t>(id.value + 1, lists.size() * 2), List(mr_));
@@ -150,9 +158,10 @@ public:
         if (!typed(kind)) {
             throw Error(errc::invalid_argument,
                         "Observers::enable<" + std::string(component_info(id).name) +
-                            ">: only add, remove and set observers have per-type switches");
+                            ">: only add, remove, set, relate and unrelate observers have "
+                            "per-type switches");
         }
-        auto& off = type_off_[kind_index(kind)];
+        auto& off = type_off_[typed_index(kind)];
         if (id.value >= off.size()) {
             if (on) return;
             off.resize(std::max<std::size_t>(id.value + 1, off.size() * 2), 0);
@@ -163,22 +172,25 @@ public:
     [[nodiscard]] bool enabled(Event kind, ComponentId id) const noexcept {
         if (!enabled(kind)) return false;
         if (!typed(kind)) return true;
-        const auto& off = type_off_[kind_index(kind)];
+        const auto& off = type_off_[typed_index(kind)];
         return id.value >= off.size() || off[id.value] == 0;
     }
     [[nodiscard]] std::size_t count() const noexcept { return live_; }
 
     // ---- delivery ----
-    /// Delivers a component event of `e`'s `id` (the value looked up for each callback).
-    void deliver(Event kind, ComponentId id, Entity e) {
-        const auto& lists = typed_[kind_index(kind)];
+    /// Delivers a component event of `e`'s `id` (the value looked up for each callback); for a
+    /// relation event, `target` is passed along with it.
+    void deliver(Event kind, ComponentId id, Entity e, Entity target = {}) {
+        const auto& lists = typed_[typed_index(kind)];
         if (id.value >= lists.size() || lists[id.value].empty() || !enabled(kind, id)) return;
         Delivery scope(*this);
         const std::size_t n = lists[id.value].size();
+        const bool relation = kind == Event::relate || kind == Event::unrelate;
         for (std::size_t i = 0; i < n; ++i) {
-            const Entry entry = typed_[kind_index(kind)][id.value][i];  // lists may grow meanwhile
+            const Entry entry = typed_[typed_index(kind)][id.value][i];  // lists may grow meanwhile
             if (entry.id == 0) continue;
-            void* value = storage_->find(e, id);
+            RelationEvent event{target, storage_->find(e, id)};
+            void* value = relation ? static_cast<void*>(&event) : event.data;
             entry.cb.invoke(entry.cb.ctx, storage_->owner(), e, value);
         }
     }
@@ -340,28 +352,6 @@ std::uint64_t subscribe_query(Storage& s, Event kind, const QuerySpec& spec, Obs
 
 namespace {
 
-/// Runs `deliver` with the world deferring structural changes, then applies what callbacks
-/// queued (the outermost level only). When a callback throws, `finish` completes the change
-/// first; queued changes are then applied as far as they go and the exception propagates.
-template <class Deliver, class Finish>
-void observed(Storage& s, Deliver&& deliver, Finish&& finish) {
-    s.begin_defer();
-    try {
-        deliver();
-    } catch (...) {
-        finish();
-        s.end_defer_noexcept();
-        throw;
-    }
-    try {
-        finish();
-    } catch (...) {
-        s.end_defer_noexcept();
-        throw;
-    }
-    s.end_defer();
-}
-
 void no_finish() noexcept {}
 
 std::uint32_t archetype_of(const Storage& s, Entity e) noexcept {
@@ -371,7 +361,34 @@ std::uint32_t archetype_of(const Storage& s, Entity e) noexcept {
 
 }  // namespace
 
+void begin_observed(Storage& s) noexcept {
+    s.begin_defer();
+}
+void end_observed(Storage& s) {
+    s.end_defer();
+}
+void end_observed_noexcept(Storage& s) noexcept {
+    s.end_defer_noexcept();
+}
+
+void deliver(Storage& s, Event kind, ComponentId id, Entity e) {
+    if (ObserverRegistry* reg = s.observers()) reg->deliver(kind, id, e);
+}
+void deliver(Storage& s, Event kind, Entity e) {
+    if (ObserverRegistry* reg = s.observers()) reg->deliver(kind, e);
+}
+void deliver_relation(Storage& s, Event kind, ComponentId data, Entity e, Entity target) {
+    if (ObserverRegistry* reg = s.observers()) reg->deliver(kind, data, e, target);
+}
+void deliver_move(Storage& s, Entity e, std::uint32_t from, std::uint32_t to) {
+    ObserverRegistry* reg = s.observers();
+    if (reg == nullptr || from == to || !reg->has_query_observers()) return;
+    reg->deliver_move(Event::exit, e, from, to);
+    reg->deliver_move(Event::enter, e, from, to);
+}
+
 void notify_spawned(Storage& s, Entity e) {
+    if (s.observers() == nullptr) return;
     ObserverRegistry& reg = *s.observers();
     observed(
         s,
@@ -387,6 +404,7 @@ void notify_spawned(Storage& s, Entity e) {
 
 void notify_added(Storage& s, Entity e, std::uint32_t from, std::span<const ComponentId> ids,
                   const bool* existed) {
+    if (s.observers() == nullptr) return;
     ObserverRegistry& reg = *s.observers();
     // Ascending component id within each event kind.
     ScratchArray<std::pair<ComponentId, bool>> buffer(ids.size(), s.resource());
@@ -412,12 +430,14 @@ void notify_added(Storage& s, Entity e, std::uint32_t from, std::span<const Comp
 }
 
 void notify_set(Storage& s, Entity e, ComponentId id) {
+    if (s.observers() == nullptr) return;
     ObserverRegistry& reg = *s.observers();
     observed(
         s, [&] { reg.deliver(Event::set, id, e); }, no_finish);
 }
 
 bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op) {
+    s.check_plain(ids, op);
     const EntityRecord* r = s.record(e);
     if (r == nullptr) throw_not_alive(op, e, ids[0]);
     Archetype& from = s.archetype(r->archetype);
@@ -437,6 +457,10 @@ bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, con
     Archetype& to = s.removal_target(from, present);
     s.reserve_rows(to, 1);
     const std::uint32_t from_index = from.index;
+    if (s.observers() == nullptr) {
+        s.move_entity(e, *s.record(e), to);
+        return true;
+    }
     ObserverRegistry& reg = *s.observers();
     bool moved = false;
     auto move = [&]() noexcept {
@@ -462,6 +486,7 @@ bool observed_despawn(Storage& s, Entity e) {
     const EntityRecord* r = s.record(e);
     if (r == nullptr) return false;
     const std::uint32_t from = r->archetype;
+    if (s.observers() == nullptr) return s.despawn(e);
     ObserverRegistry& reg = *s.observers();
     auto kill = [&]() noexcept { s.despawn(e); };  // no-op once dead
     observed(
@@ -482,6 +507,8 @@ bool remove_one(Storage& s, Entity e, ComponentId id, const char* op) {
 }
 
 bool despawn(Storage& s, Entity e) {
+    if (s.relations() != nullptr) [[unlikely]]
+        return despawn_related(s, e);
     if (s.observed()) [[unlikely]] {
         const EntityRecord* r = s.record(e);
         if (r != nullptr && s.observes(*r)) return observed_despawn(s, e);

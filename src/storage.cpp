@@ -6,11 +6,13 @@
 #include <tessera/detail/observe.hpp>
 #include <tessera/detail/storage.hpp>
 #include <tessera/error.hpp>
+#include <tessera/relation.hpp>
 
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <string>
 
@@ -114,6 +116,7 @@ Storage::Storage(std::pmr::memory_resource* mr)
 }
 
 Storage::~Storage() {
+    destroy_relation_index(relations_);
     for (Archetype* a : archetypes_) release_archetype(*a);
     for (WorldComponent& wc : components_) {
         deallocate(wc.columns, std::size_t{wc.column_capacity} * sizeof(std::byte*),
@@ -296,6 +299,7 @@ Archetype& Storage::remove_edge(Archetype& from, ComponentId id) {
 }
 
 Storage::Bundle Storage::new_bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids) {
+    check_plain(ids, "World::spawn");
     for (ComponentId id : ids) ensure_component(id);
     std::pmr::vector<ComponentId> sorted(ids.begin(), ids.end(), mr_);
     std::sort(sorted.begin(), sorted.end());
@@ -655,10 +659,13 @@ Entity Storage::spawn_pending() {
 }
 
 void Storage::set_observation(bool any, bool all, std::span<const std::uint8_t> by_id) noexcept {
-    observed_ = any;
+    observers_any_ = any;
+    observed_ = any || relations_ != nullptr;
     observe_all_ = all;
-    for (std::size_t i = 0; i < components_.size(); ++i)
-        components_[i].observed = all || (i < by_id.size() && by_id[i] != 0);
+    for (std::size_t i = 0; i < components_.size(); ++i) {
+        components_[i].observed =
+            all || components_[i].relation || (i < by_id.size() && by_id[i] != 0);
+    }
     for (Archetype* a : archetypes_) {
         a->observed = all || std::any_of(a->ids.begin(), a->ids.end(), [this](ComponentId id) {
                           return components_[id.value].observed;
@@ -687,10 +694,21 @@ void Storage::flush() {
         Storage* s;
         ~Leave() { --s->defer_depth_; }
     } leave{this};
-    while (Command* c = deferred_.front()) apply_front(deferred_, c->entity);
+    // A queued ChildOf that would close a loop is dropped; the rest still applies and the flush
+    // then reports the first such error.
+    std::exception_ptr cycle;
+    while (Command* c = deferred_.front()) {
+        try {
+            apply_front(deferred_, c->entity, c->target);
+        } catch (const Error& error) {
+            if (error.code() != errc::hierarchy_cycle) throw;
+            if (!cycle) cycle = std::current_exception();
+        }
+    }
+    if (cycle) std::rethrow_exception(cycle);
 }
 
-Applied Storage::apply_front(CommandQueue& q, Entity target) {
+Applied Storage::apply_front(CommandQueue& q, Entity target, Entity other) {
     const Command cmd = *q.front();  // the queue may grow (and move) while observers run
     const EntityRecord* r = record(target);
     auto drop = [&q] {  // pops the front command, destroying a value it still owns
@@ -714,6 +732,10 @@ Applied Storage::apply_front(CommandQueue& q, Entity target) {
             if (r == nullptr || r->archetype != pending_archetype) {
                 drop();
                 return {0, 1};
+            }
+            for (const Command& c : q.pending().subspan(1, std::min<std::size_t>(
+                                                               cmd.group, q.pending().size() - 1))) {
+                check_plain({&c.id, 1}, "World::spawn");  // before anything is placed
             }
             Archetype& empty = *archetypes_[empty_archetype];
             reserve_rows(empty, 1);
@@ -744,6 +766,7 @@ Applied Storage::apply_front(CommandQueue& q, Entity target) {
             }
             const std::size_t n = members(std::max<std::size_t>(cmd.group, 1));
             const std::span<const Command> call = q.pending().first(n);
+            for (const Command& c : call) check_plain({&c.id, 1}, "World::remove");
             Archetype& from = *archetypes_[r->archetype];
             ScratchArray<ComponentId> buffer(n, mr_);
             std::size_t present = 0;
@@ -780,11 +803,38 @@ Applied Storage::apply_front(CommandQueue& q, Entity target) {
             if (observes(ids.span())) notify_added(*this, target, from, ids.span(), existed.data());
             return {n, 0};
         }
+        case Command::Kind::relate:
+        case Command::Kind::unrelate: {
+            if (r == nullptr || (cmd.target && record(other) == nullptr)) {
+                drop();  // the source or the target died meanwhile
+                return {0, 1};
+            }
+            // The change pops the command once it can no longer fail (before its observers run).
+            const Commit pop{[](void* queue) noexcept {
+                                 auto& cq = *static_cast<CommandQueue*>(queue);
+                                 cq.front()->value = nullptr;  // relocated into the table
+                                 cq.pop();
+                             },
+                             &q};
+            if (cmd.kind == Command::Kind::unrelate) {
+                const bool any = cmd.target ? relation_remove(*this, *cmd.relation, target, other, pop)
+                                            : relation_clear(*this, *cmd.relation, target, pop) != 0;
+                return any ? Applied{1, 0} : Applied{0, 1};
+            }
+            try {
+                relation_add(*this, *cmd.relation, target, other, cmd.value, pop);
+            } catch (const Error& error) {
+                if (error.code() == errc::hierarchy_cycle) drop();  // dropped, reported by the caller
+                throw;
+            }
+            return {1, 0};
+        }
     }
     return {0, 0};
 }
 
 bool Storage::add_value(Entity e, ComponentId id, std::byte* value, const char* op) {
+    check_plain({&id, 1}, op);
     bool existed = false;
     const RowSlot slot = prepare_add_one(e, id, existed, op);
     const std::int32_t col = slot.archetype->slot(id);

@@ -139,6 +139,7 @@ bool World::remove_deferred(Entity e, std::span<const ComponentId> ids) {
     detail::check_not_parallel(s, "World::remove");
     const detail::EntityRecord* r = s.record(e);
     if (r == nullptr) detail::throw_not_alive("World::remove", e, ids[0]);
+    s.check_plain(ids, "World::remove");
     s.deferred().reserve(ids.size());
     bool any = false;
     for (std::size_t i = 0; i < ids.size(); ++i) {

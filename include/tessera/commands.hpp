@@ -75,6 +75,17 @@ public:
     /// Records despawning `e`. Despawning an entity that is dead by then is skipped.
     void despawn(Entity e);
 
+    /// Records `world.relate(e, data, target)` (relation.hpp); either may be a placeholder. A
+    /// `ChildOf` that would close a loop is dropped at apply, which throws `hierarchy_cycle`.
+    template <class R>
+    void relate(Entity e, R&& data, Entity target);
+    /// Records `world.unrelate<R>(e, target)`.
+    template <class R>
+    void unrelate(Entity e, Entity target);
+    /// Records `world.unrelate<R>(e)` (every target).
+    template <class R>
+    void unrelate(Entity e);
+
     /// Applies every command in order and returns how many took effect; the buffer empties as
     /// it goes. Commands skipped (despawn of the dead, remove of the absent, and with
     /// `on_dead::skip` any command whose entity died) are counted in `skipped()`.

@@ -48,6 +48,8 @@ enum class Event : std::uint8_t {
     despawn,  ///< an entity is about to be despawned
     enter,    ///< an entity started matching a query
     exit,     ///< an entity stopped matching a query
+    relate,   ///< a relation gained a target (relation.hpp)
+    unrelate, ///< a relation is about to lose a target (relation.hpp)
 };
 
 /// Owns one observer subscription: destroying or resetting it unsubscribes. Movable, not
@@ -124,14 +126,11 @@ struct takes_value : std::is_invocable<Fn&, World&, Entity, T&> {};
 template <class Fn>
 struct takes_value<Fn, void> : std::false_type {};
 
-/// Wraps `fn` as a type-erased callback whose functor lives in `mr`. `T` is the component
-/// (void for entity events): `fn` takes `(World&, Entity)` or `(World&, Entity, T&)`.
-template <class T, class F>
-ObserverCallback make_callback(std::pmr::memory_resource* mr, F&& fn) {
-    using Fn = std::decay_t<F>;
-    static_assert(takes_value<Fn, T>::value || std::is_invocable_v<Fn&, World&, Entity>,
-                  "tessera: an observer callback takes (tessera::World&, tessera::Entity) or, "
-                  "for a component event, (tessera::World&, tessera::Entity, T&)");
+/// Moves `fn` into the world's memory resource as the context of a type-erased callback whose
+/// `invoke` casts the context back to `Fn`.
+template <class Fn, class F>
+ObserverCallback erase_callback(std::pmr::memory_resource* mr, F&& fn,
+                                void (*invoke)(void* ctx, World&, Entity, void*)) {
     void* mem = mr->allocate(sizeof(Fn), alignof(Fn));
     Fn* made = nullptr;
     try {
@@ -146,21 +145,33 @@ ObserverCallback make_callback(std::pmr::memory_resource* mr, F&& fn) {
         static_cast<Fn*>(ctx)->~Fn();
         r->deallocate(ctx, sizeof(Fn), alignof(Fn));
     };
-    cb.invoke = [](void* ctx, World& w, Entity e, [[maybe_unused]] void* value) {
-        Fn& f = *static_cast<Fn*>(ctx);
-        if constexpr (!takes_value<Fn, T>::value) {
-            f(w, e);
-        } else if constexpr (std::is_empty_v<T>) {
-            static_assert(std::is_default_constructible_v<T>,
-                          "tessera: an observer of a tag that is not default-constructible "
-                          "takes (World&, Entity)");
-            T tag{};  // tags have no storage: the callback gets a stand-in
-            f(w, e, tag);
-        } else {
-            f(w, e, *static_cast<T*>(value));
-        }
-    };
+    cb.invoke = invoke;
     return cb;
+}
+
+/// Wraps `fn` as a type-erased callback whose functor lives in `mr`. `T` is the component
+/// (void for entity events): `fn` takes `(World&, Entity)` or `(World&, Entity, T&)`.
+template <class T, class F>
+ObserverCallback make_callback(std::pmr::memory_resource* mr, F&& fn) {
+    using Fn = std::decay_t<F>;
+    static_assert(takes_value<Fn, T>::value || std::is_invocable_v<Fn&, World&, Entity>,
+                  "tessera: an observer callback takes (tessera::World&, tessera::Entity) or, "
+                  "for a component event, (tessera::World&, tessera::Entity, T&)");
+    return erase_callback<Fn>(
+        mr, std::forward<F>(fn), [](void* ctx, World& w, Entity e, [[maybe_unused]] void* value) {
+            Fn& f = *static_cast<Fn*>(ctx);
+            if constexpr (!takes_value<Fn, T>::value) {
+                f(w, e);
+            } else if constexpr (std::is_empty_v<T>) {
+                static_assert(std::is_default_constructible_v<T>,
+                              "tessera: an observer of a tag that is not default-constructible "
+                              "takes (World&, Entity)");
+                T tag{};  // tags have no storage: the callback gets a stand-in
+                f(w, e, tag);
+            } else {
+                f(w, e, *static_cast<T*>(value));
+            }
+        });
 }
 
 template <class T, class F>

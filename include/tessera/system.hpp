@@ -297,6 +297,19 @@ public:
         buffer_->remove<Ts...>(e);
     }
     void despawn(Entity e) { buffer_->despawn(e); }
+    /// Relations (relation.hpp), recorded like the rest.
+    template <class R>
+    void relate(Entity e, R&& data, Entity target) {
+        buffer_->relate(e, std::forward<R>(data), target);
+    }
+    template <class R>
+    void unrelate(Entity e, Entity target) {
+        buffer_->unrelate<R>(e, target);
+    }
+    template <class R>
+    void unrelate(Entity e) {
+        buffer_->unrelate<R>(e);
+    }
     /// The underlying buffer.
     [[nodiscard]] CommandBuffer& buffer() const noexcept { return *buffer_; }
 

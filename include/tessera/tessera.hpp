@@ -10,6 +10,7 @@
 #include <tessera/fwd.hpp>
 #include <tessera/observer.hpp>
 #include <tessera/query.hpp>
+#include <tessera/relation.hpp>
 #include <tessera/resource.hpp>
 #include <tessera/schedule.hpp>
 #include <tessera/system.hpp>

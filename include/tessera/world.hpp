@@ -273,6 +273,60 @@ public:
     /// The switches of the world's observers (per event kind, per event kind and type).
     [[nodiscard]] Observers observers();
 
+    // ----- relations (relation.hpp) -----
+
+    /// Relates `e` to `target` by `R` (a component type; `ChildOf` for the hierarchy), with
+    /// `data` as the relation's one value: the first target adds `R` and `Targets<R>` to `e`,
+    /// further targets are appended (the data replaced); relating to a present target only
+    /// replaces the data. @throws Error(not_alive) for a dead `e` or `target`,
+    /// Error(hierarchy_cycle) when a `ChildOf` would close a loop, Error(invalid_argument) when
+    /// `R` is a plain component in this world.
+    template <class R>
+    void relate(Entity e, R&& data, Entity target);
+    /// `relate` with a value-initialised `R`.
+    template <class R>
+    void relate(Entity e, Entity target);
+    /// Removes `target` from `e`'s `R` relation (and the relation with its last target). False
+    /// when they were not related. @throws Error(not_alive) for a dead `e`.
+    template <class R>
+    bool unrelate(Entity e, Entity target);
+    /// Removes `e`'s `R` relation with all its targets; returns how many there were.
+    /// @throws Error(not_alive) for a dead `e`.
+    template <class R>
+    std::size_t unrelate(Entity e);
+    /// Whether `e` is related to `target` by `R`. Never throws.
+    template <class R>
+    [[nodiscard]] bool related(Entity e, Entity target) const noexcept;
+    /// `e`'s `R` targets in relate order (empty when none): valid until the next structural
+    /// change. No allocation.
+    template <class R>
+    [[nodiscard]] std::span<const Entity> targets(Entity e) const noexcept;
+    /// The entities related to `target` by `R`, in relate order (reverse lookup): valid until
+    /// the next structural change. O(1).
+    template <class R>
+    [[nodiscard]] std::span<const Entity> sources(Entity target) const noexcept;
+    /// `e`'s `R` data (the one value per entity and relation type), or null without an `R`
+    /// relation. The mutable form marks it changed (like `get_mut`). Valid until the next
+    /// structural change.
+    template <class R>
+    R* relation(Entity e);
+    template <class R>
+    const R* relation(Entity e) const noexcept;
+    /// The entities with a `ChildOf` relation to `parent`, in relate order.
+    [[nodiscard]] std::span<const Entity> children(Entity parent) const noexcept;
+    /// `child`'s `ChildOf` targets, in relate order.
+    [[nodiscard]] std::span<const Entity> parents(Entity child) const noexcept;
+    /// `child`'s first parent, or `Entity::null()`.
+    [[nodiscard]] Entity parent(Entity child) const noexcept;
+    /// Calls `fn(World&, Entity source, Entity target, R& data)` (the data may be left out)
+    /// after a target is added to a source's `R` relation.
+    template <class R, class F>
+    [[nodiscard]] Observer on_relate(F&& fn);
+    /// Calls `fn` like `on_relate` before a target is removed (the data still readable): by
+    /// `unrelate`, and by a despawn of the source or of the target.
+    template <class R, class F>
+    [[nodiscard]] Observer on_unrelate(F&& fn);
+
     // ----- events (events.hpp) -----
 
     /// Appends `event` to the world's `Events<T>` queue (made on first use). It can be read for

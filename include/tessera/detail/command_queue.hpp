@@ -14,17 +14,21 @@
 
 namespace tessera::detail {
 
+struct RelationType;
+
 /// One recorded structural change.
 struct Command {
-    enum class Kind : std::uint8_t { place, despawn, add, remove };
+    enum class Kind : std::uint8_t { place, despawn, add, remove, relate, unrelate };
     Kind kind;
     /// place: how many `add`s right behind it belong to the spawn; the first add / remove of a
     /// call with several components: how many commands (this one included) the call made.
     std::uint16_t group = 0;
     Entity entity;
-    ComponentId id;             ///< add / remove
-    const ComponentInfo* info;  ///< add: the value's hooks
-    std::byte* value;           ///< add: the value (owned by the queue until applied)
+    ComponentId id;             ///< add / remove; relate / unrelate: the relation's data id
+    const ComponentInfo* info;  ///< add, relate: the value's hooks
+    std::byte* value;           ///< add, relate: the value (owned by the queue until applied)
+    Entity target{};            ///< relate / unrelate: the target (null: unrelate every target)
+    const RelationType* relation = nullptr;  ///< relate / unrelate
 };
 
 /// Commands in order, their values in stable blocks (values never move once constructed, so
@@ -51,6 +55,11 @@ public:
     /// Records an add whose value was constructed at `value`. Precondition: room reserved.
     void push_add(Entity e, const ComponentInfo& info, std::byte* value,
                   std::uint16_t group = 0) noexcept;
+
+    /// Records a relate whose `R` value was constructed at `value` (from `allocate_value`), or an
+    /// unrelate (`value` null; a null `target` means every target). Precondition: room reserved.
+    void push_relation(Command::Kind kind, Entity e, Entity target, const RelationType& relation,
+                       const ComponentInfo& info, std::byte* value) noexcept;
 
     /// The next command to apply, or null. `pop()` marks it applied (its value, if any, must
     /// have been moved out or destroyed by the caller).

@@ -63,6 +63,44 @@ bool observed_despawn(Storage& s, Entity e);
 // Untyped structural changes that fire observers when the world has any (the command queue and
 // CommandBuffer apply through these).
 
+// Delivery primitives, for changes made of several steps (relations). Each is a no-op when the
+// world has no observer registry; callers wrap them in `observed`.
+
+/// Fires the `kind` (add, remove, set) observers of `e`'s `id`.
+void deliver(Storage& s, Event kind, ComponentId id, Entity e);
+/// Fires the `kind` (spawn, despawn) observers of `e`.
+void deliver(Storage& s, Event kind, Entity e);
+/// Fires the `kind` (relate, unrelate) observers of the relation whose data is `data`.
+void deliver_relation(Storage& s, Event kind, ComponentId data, Entity e, Entity target);
+/// Fires query on_exit, then on_enter, for `e` having moved from archetype `from` to `to`
+/// (`no_index`: none).
+void deliver_move(Storage& s, Entity e, std::uint32_t from, std::uint32_t to);
+
+/// Runs `deliver` with the world deferring structural changes, then applies what callbacks
+/// queued (the outermost level only). When a callback throws, `finish` completes the change
+/// first; queued changes are then applied as far as they go and the exception propagates.
+void begin_observed(Storage& s) noexcept;
+void end_observed(Storage& s);
+void end_observed_noexcept(Storage& s) noexcept;
+template <class Deliver, class Finish>
+void observed(Storage& s, Deliver&& deliver, Finish&& finish) {
+    begin_observed(s);
+    try {
+        deliver();
+    } catch (...) {
+        finish();
+        end_observed_noexcept(s);
+        throw;
+    }
+    try {
+        finish();
+    } catch (...) {
+        end_observed_noexcept(s);
+        throw;
+    }
+    end_observed(s);
+}
+
 /// Removes `id` from live `e`; false when absent.
 bool remove_one(Storage& s, Entity e, ComponentId id, const char* op);
 /// Despawns `e`; false when not alive.

@@ -29,6 +29,7 @@ class World;
 namespace tessera::detail {
 
 class ObserverRegistry;
+class RelationIndex;
 
 /// Slot values: a column index (>= 0), or one of these.
 inline constexpr std::int32_t slot_absent = -1;
@@ -144,7 +145,8 @@ inline constexpr std::uint32_t no_index = 0xFFFFFFFFu;
 struct WorldComponent {
     const ComponentInfo* info = nullptr;  ///< null until the world first sees the type
     bool tracked = false;                 ///< tick arrays exist for this type
-    bool observed = false;                ///< changes of this type may fire observers
+    bool observed = false;                ///< changes of this type take the observed path
+    bool relation = false;  ///< a relation's data or `Targets`: kept by relate/unrelate only
     /// Archetype index -> base of this component's column there (null when absent, a tag, or
     /// not allocated yet). Entries past `column_count` are null too. This is the typed read
     /// path: entity record -> archetype index -> this array -> value.
@@ -406,14 +408,14 @@ public:
     void end_defer_noexcept() noexcept;
     void flush();
     /// Applies the front command of `q` to `target` (its entity, or the entity a placeholder
-    /// stands for) and pops it; a `place` moves the pending `target` into the empty table and
+    /// stands for; `other` is a relate/unrelate's target, resolved likewise) and pops it; a `place` moves the pending `target` into the empty table and
     /// also applies the `group` adds behind it, firing the spawn's observers once. Commands on
     /// a dead target and removes of absent components are skipped. Returns how many commands
     /// took effect and how many were skipped. A failure of the change itself (bad_alloc) leaves the
     /// command queued and the world unchanged; an exception from an observer propagates after the
     /// command was applied and popped. The commands of one call with several components (`group`)
     /// apply together, firing observers as that call does when immediate.
-    Applied apply_front(CommandQueue& q, Entity target);
+    Applied apply_front(CommandQueue& q, Entity target, Entity other = {});
     /// Adds (or replaces) `id` on live `e`, relocating the value at `value` into the table (the
     /// source is left destroyed). Throws like `prepare_add` before consuming the value. Returns
     /// whether `e` had `id` already. Fires no observer.
@@ -478,8 +480,27 @@ public:
     /// Whether spawns fire observers (entity or query observers exist).
     [[nodiscard]] bool observes_spawns() const noexcept { return observe_all_; }
     /// Sets the observation flags: `any` subscription at all; `all` changes (entity or query
-    /// observers); `by_id[id]` for components with their own observers.
+    /// observers); `by_id[id]` for components with their own observers. Relation components
+    /// always take the observed path (where `check_plain` refuses them).
     void set_observation(bool any, bool all, std::span<const std::uint8_t> by_id) noexcept;
+
+    // ---- relations (relation.hpp): null until the first relate ----
+    [[nodiscard]] RelationIndex* relations() const noexcept { return relations_; }
+    /// The relation index, made on first use. May throw bad_alloc.
+    RelationIndex& relation_index();
+    /// Marks `data` and `targets` as a relation's components: their changes take the observed
+    /// path, where add, remove and spawn refuse them.
+    void mark_relation(ComponentId data, ComponentId targets) noexcept;
+    /// Throws invalid_argument (naming `op` and the type) when one of `ids` is a relation's
+    /// component: those are kept by relate/unrelate only.
+    void check_plain(std::span<const ComponentId> ids, const char* op) const {
+        if (relations_ == nullptr) [[likely]]
+            return;
+        for (const ComponentId id : ids) {
+            if (id.value < components_.size() && components_[id.value].relation) [[unlikely]]
+                throw_relation_component(id, op);
+        }
+    }
     /// The world that owns this storage (observer callbacks receive it).
     [[nodiscard]] World& owner() const noexcept { return *owner_; }
     void set_owner(World* w) noexcept { owner_ = w; }
@@ -508,6 +529,7 @@ public:
     void set_tick(std::uint64_t tick) noexcept { tick_ = tick; }
 
 private:
+    [[noreturn]] static void throw_relation_component(ComponentId id, const char* op);
     Archetype& create_archetype(std::span<const ComponentId> sorted_ids);
     void reserve_columns(WorldComponent& wc, std::size_t n);
     void grow(Archetype& a, std::size_t min_capacity);
@@ -553,8 +575,10 @@ private:
     std::pmr::vector<std::uint64_t> permanent_;
     std::pmr::vector<Entity> spawned_;
     std::shared_ptr<ObserverRegistry> observers_;
+    RelationIndex* relations_ = nullptr;
     World* owner_ = nullptr;
-    bool observed_ = false;
+    bool observers_any_ = false;  ///< the registry has a subscription
+    bool observed_ = false;       ///< observers_any_ or relations exist
     bool observe_all_ = false;
     std::uint32_t defer_depth_ = 0;
     bool parallel_ = false;
@@ -585,6 +609,9 @@ public:
 private:
     Storage* s_;
 };
+
+/// Destroys a relation index made by `Storage::relation_index` (null: nothing).
+void destroy_relation_index(RelationIndex* index) noexcept;
 
 /// A process-wide sequence number for a list of component types (used to cache the archetype
 /// of a `spawn(components...)` call per world). Thread-safe.

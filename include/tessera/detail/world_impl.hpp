@@ -252,6 +252,7 @@ template <class... Ts>
 [[gnu::noinline]] void World::add_observed(Entity e, std::span<const ComponentId> ids,
                                            Ts&&... components) {
     detail::Storage& s = *storage_;
+    s.check_plain(ids, "World::add");
     const detail::EntityRecord* before = s.record(e);
     const std::uint32_t from = before != nullptr ? before->archetype : detail::no_index;
     bool existed[sizeof...(Ts)];
@@ -265,6 +266,8 @@ void World::add_deferred(Entity e, Ts&&... components) {
     // every command and value is taken before any value is moved, so a bad_alloc queues nothing.
     detail::Storage& s = *storage_;
     detail::check_not_parallel(s, "World::add");
+    const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
+    s.check_plain(ids, "World::add");
     s.deferred().reserve(sizeof...(Ts));
     const ComponentInfo* infos[] = {
         &s.ensure_component(component_id<std::remove_cvref_t<Ts>>())...};

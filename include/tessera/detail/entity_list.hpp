@@ -1,0 +1,88 @@
+/// @file detail/entity_list.hpp
+/// A small vector of entities (one held inline, more on the heap) with a memory resource: the
+/// storage of a relation's targets and of the relation index's reverse lists. Internal.
+#pragma once
+
+#include <tessera/entity.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory_resource>
+#include <span>
+#include <utility>
+
+namespace tessera::detail {
+
+class EntityList {
+public:
+    explicit EntityList(std::pmr::memory_resource* mr) noexcept : mr_(mr) {}
+    EntityList(EntityList&& other) noexcept
+        : size_(std::exchange(other.size_, 0)),
+          capacity_(std::exchange(other.capacity_, 1)),
+          mr_(other.mr_) {
+        if (capacity_ > 1)
+            heap_ = other.heap_;
+        else
+            one_ = other.one_;
+    }
+    EntityList(const EntityList& other) : mr_(other.mr_) {
+        reserve(other.size_);
+        std::copy_n(other.data(), other.size_, data());
+        size_ = other.size_;
+    }
+    EntityList& operator=(const EntityList&) = delete;
+    EntityList& operator=(EntityList&&) = delete;
+    ~EntityList() {
+        if (capacity_ > 1) mr_->deallocate(heap_, capacity_ * sizeof(Entity), alignof(Entity));
+    }
+
+    [[nodiscard]] const Entity* begin() const noexcept { return data(); }
+    [[nodiscard]] const Entity* end() const noexcept { return data() + size_; }
+    [[nodiscard]] std::size_t size() const noexcept { return size_; }
+    [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+    [[nodiscard]] std::span<const Entity> span() const noexcept { return {data(), size_}; }
+    [[nodiscard]] Entity front() const noexcept { return data()[0]; }
+    [[nodiscard]] bool contains(Entity e) const noexcept {
+        return std::find(begin(), end(), e) != end();
+    }
+
+    /// Room for `n` entities in all (strong guarantee: bad_alloc leaves the list as it was).
+    void reserve(std::size_t n) {
+        if (n <= capacity_) return;
+        const std::uint32_t cap = static_cast<std::uint32_t>(std::max<std::size_t>(n, capacity_ * 2u));
+        auto* fresh = static_cast<Entity*>(mr_->allocate(cap * sizeof(Entity), alignof(Entity)));
+        std::copy_n(data(), size_, fresh);
+        if (capacity_ > 1) mr_->deallocate(heap_, capacity_ * sizeof(Entity), alignof(Entity));
+        heap_ = fresh;
+        capacity_ = cap;
+    }
+    /// Appends `e` (room reserved by the caller, or bad_alloc with nothing changed).
+    void push_back(Entity e) {
+        reserve(size_ + 1u);
+        data()[size_++] = e;
+    }
+    /// Removes the first `e`, keeping the order of the rest. False when absent.
+    bool erase(Entity e) noexcept {
+        Entity* d = data();
+        Entity* it = std::find(d, d + size_, e);
+        if (it == d + size_) return false;
+        std::copy(it + 1, d + size_, it);
+        --size_;
+        return true;
+    }
+    void clear() noexcept { size_ = 0; }
+
+private:
+    [[nodiscard]] Entity* data() noexcept { return capacity_ > 1 ? heap_ : &one_; }
+    [[nodiscard]] const Entity* data() const noexcept { return capacity_ > 1 ? heap_ : &one_; }
+
+    union {
+        Entity one_{};
+        Entity* heap_;
+    };
+    std::uint32_t size_ = 0;
+    std::uint32_t capacity_ = 1;  ///< 1: the inline slot
+    std::pmr::memory_resource* mr_;
+};
+
+}  // namespace tessera::detail

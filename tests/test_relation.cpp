@@ -1,0 +1,555 @@
+// relation.hpp: relate/unrelate, targets, reverse lookup, the ChildOf hierarchy, cascading
+// despawn, relation observers, deferral, queries and errors.
+#include <tessera/tessera.hpp>
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace ts = tessera;
+
+namespace {
+
+struct Joint {
+    int v = 0;
+    bool operator==(const Joint&) const = default;
+};
+struct Likes {};
+struct Hp {
+    int v = 0;
+};
+struct Label {
+    std::string text;
+};
+
+std::vector<ts::Entity> list(std::span<const ts::Entity> s) {
+    return {s.begin(), s.end()};
+}
+
+template <class F>
+ts::errc error_of(F&& f) {
+    try {
+        f();
+    } catch (const ts::Error& e) {
+        return e.code();
+    }
+    ADD_FAILURE() << "no ts::Error thrown";
+    return ts::errc::invalid_argument;
+}
+
+TEST(Relation, RelateAddsDataAndTargets) {
+    ts::World w;
+    const ts::Entity a = w.spawn(), b = w.spawn(), c = w.spawn();
+    w.relate(a, Joint{7}, b);
+    EXPECT_TRUE(w.related<Joint>(a, b));
+    EXPECT_FALSE(w.related<Joint>(b, a));
+    EXPECT_TRUE(w.has<Joint>(a));
+    EXPECT_TRUE(w.has<ts::Targets<Joint>>(a));
+    ASSERT_NE(w.relation<Joint>(a), nullptr);
+    EXPECT_EQ(w.relation<Joint>(a)->v, 7);
+    EXPECT_EQ(list(w.targets<Joint>(a)), std::vector<ts::Entity>{b});
+    // A second target: appended, the one value replaced (moecs).
+    w.relate(a, Joint{9}, c);
+    EXPECT_EQ(list(w.targets<Joint>(a)), (std::vector<ts::Entity>{b, c}));
+    EXPECT_EQ(w.relation<Joint>(a)->v, 9);
+    // An existing target: only the data changes.
+    w.relate(a, Joint{11}, b);
+    EXPECT_EQ(list(w.targets<Joint>(a)), (std::vector<ts::Entity>{b, c}));
+    EXPECT_EQ(w.relation<Joint>(a)->v, 11);
+    EXPECT_EQ(w.relation<Joint>(b), nullptr);
+}
+
+TEST(Relation, DataIsWritableAndMarkedChanged) {
+    ts::World w;
+    const ts::Entity a = w.spawn(), b = w.spawn();
+    w.relate(a, Joint{1}, b);
+    const std::uint64_t before = w.changed_tick<Joint>(a);
+    w.advance_tick();
+    w.relation<Joint>(a)->v = 5;
+    EXPECT_EQ(w.get<Joint>(a).v, 5);
+    EXPECT_GT(w.changed_tick<Joint>(a), before);
+    const ts::World& cw = w;
+    EXPECT_EQ(cw.relation<Joint>(a)->v, 5);
+}
+
+TEST(Relation, TagRelationsAndDefaultData) {
+    ts::World w;
+    const ts::Entity a = w.spawn(), b = w.spawn();
+    w.relate<Likes>(a, b);
+    EXPECT_TRUE(w.related<Likes>(a, b));
+    EXPECT_NE(w.relation<Likes>(a), nullptr);  // a stand-in: tags have no storage
+    EXPECT_EQ(w.relation<Likes>(b), nullptr);
+    w.relate<Joint>(a, b);
+    EXPECT_EQ(w.relation<Joint>(a)->v, 0);
+}
+
+TEST(Relation, UnrelateOneKeepsOrderAndRemovesTheLast) {
+    ts::World w;
+    const ts::Entity a = w.spawn(), b = w.spawn(), c = w.spawn(), d = w.spawn();
+    w.relate(a, Joint{1}, b);
+    w.relate(a, Joint{1}, c);
+    w.relate(a, Joint{1}, d);
+    EXPECT_TRUE(w.unrelate<Joint>(a, c));
+    EXPECT_FALSE(w.unrelate<Joint>(a, c));
+    EXPECT_EQ(list(w.targets<Joint>(a)), (std::vector<ts::Entity>{b, d}));
+    EXPECT_TRUE(w.unrelate<Joint>(a, b));
+    EXPECT_TRUE(w.unrelate<Joint>(a, d));
+    EXPECT_FALSE(w.has<Joint>(a));
+    EXPECT_FALSE(w.has<ts::Targets<Joint>>(a));
+    EXPECT_TRUE(w.targets<Joint>(a).empty());
+    EXPECT_EQ(w.relation<Joint>(a), nullptr);
+    EXPECT_FALSE(w.unrelate<Likes>(a, b));  // a type never related: nothing to do
+}
+
+TEST(Relation, UnrelateAll) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Hp{3}), b = w.spawn(), c = w.spawn();
+    w.relate(a, Joint{1}, b);
+    w.relate(a, Joint{1}, c);
+    EXPECT_EQ(w.unrelate<Joint>(a), 2u);
+    EXPECT_EQ(w.unrelate<Joint>(a), 0u);
+    EXPECT_FALSE(w.has<Joint>(a));
+    EXPECT_EQ(w.get<Hp>(a).v, 3);  // the other components stay
+    EXPECT_TRUE(w.sources<Joint>(b).empty());
+}
+
+TEST(Relation, SourcesAreTheReverseLookupInRelateOrder) {
+    ts::World w;
+    const ts::Entity t = w.spawn(), a = w.spawn(), b = w.spawn(), c = w.spawn();
+    w.relate(b, Joint{}, t);
+    w.relate(a, Joint{}, t);
+    w.relate(c, Joint{}, t);
+    EXPECT_EQ(list(w.sources<Joint>(t)), (std::vector<ts::Entity>{b, a, c}));
+    w.unrelate<Joint>(a, t);
+    EXPECT_EQ(list(w.sources<Joint>(t)), (std::vector<ts::Entity>{b, c}));
+    EXPECT_TRUE(w.sources<Likes>(t).empty());
+    EXPECT_TRUE(w.sources<Joint>(ts::Entity::null()).empty());
+}
+
+TEST(Relation, TargetsAndSourcesOfDeadOrNullAreEmpty) {
+    ts::World w;
+    const ts::Entity a = w.spawn(), b = w.spawn();
+    w.relate(a, Joint{}, b);
+    w.despawn(b);
+    EXPECT_TRUE(w.targets<Joint>(a).empty());
+    EXPECT_TRUE(w.sources<Joint>(b).empty());
+    EXPECT_FALSE(w.related<Joint>(ts::Entity::null(), a));
+    EXPECT_EQ(w.parent(ts::Entity::null()), ts::Entity::null());
+}
+
+TEST(Relation, HierarchyShorthands) {
+    ts::World w;
+    const ts::Entity p = w.spawn(), q = w.spawn(), c = w.spawn(), d = w.spawn();
+    w.relate(c, ts::ChildOf{}, p);
+    w.relate(d, ts::ChildOf{}, p);
+    w.relate(c, ts::ChildOf{}, q);
+    EXPECT_EQ(list(w.children(p)), (std::vector<ts::Entity>{c, d}));
+    EXPECT_EQ(list(w.children(q)), std::vector<ts::Entity>{c});
+    EXPECT_EQ(list(w.parents(c)), (std::vector<ts::Entity>{p, q}));
+    EXPECT_EQ(w.parent(c), p);
+    EXPECT_EQ(w.parent(p), ts::Entity::null());
+    EXPECT_TRUE(w.children(c).empty());
+}
+
+TEST(Relation, DespawningATargetRemovesRelationsPointingAtIt) {
+    ts::World w;
+    const ts::Entity a = w.spawn(), b = w.spawn(), t1 = w.spawn(), t2 = w.spawn();
+    w.relate(a, Joint{1}, t1);
+    w.relate(a, Joint{1}, t2);
+    w.relate(b, Joint{2}, t1);
+    EXPECT_TRUE(w.despawn(t1));
+    EXPECT_TRUE(w.is_alive(a));
+    EXPECT_TRUE(w.is_alive(b));  // custom relations never cascade
+    EXPECT_EQ(list(w.targets<Joint>(a)), std::vector<ts::Entity>{t2});
+    EXPECT_FALSE(w.has<Joint>(b));  // lost its last target: the relation is gone
+    EXPECT_FALSE(w.has<ts::Targets<Joint>>(b));
+    EXPECT_EQ(list(w.sources<Joint>(t2)), std::vector<ts::Entity>{a});
+}
+
+TEST(Relation, DespawningASourceRemovesItFromItsTargetsSources) {
+    ts::World w;
+    const ts::Entity a = w.spawn(), b = w.spawn(), t = w.spawn();
+    w.relate(a, Joint{}, t);
+    w.relate(b, Joint{}, t);
+    w.despawn(a);
+    EXPECT_EQ(list(w.sources<Joint>(t)), std::vector<ts::Entity>{b});
+    // A reused index starts without relations.
+    const ts::Entity fresh = w.spawn();
+    EXPECT_EQ(fresh.index, a.index);
+    EXPECT_TRUE(w.targets<Joint>(fresh).empty());
+    EXPECT_TRUE(w.sources<Joint>(fresh).empty());
+}
+
+TEST(Relation, ParentDespawnCascadesToOrphansOnly) {
+    ts::World w;
+    const ts::Entity p = w.spawn(), other = w.spawn();
+    const ts::Entity only = w.spawn(), shared = w.spawn(), grandchild = w.spawn();
+    w.relate(only, ts::ChildOf{}, p);
+    w.relate(shared, ts::ChildOf{}, p);
+    w.relate(shared, ts::ChildOf{}, other);
+    w.relate(grandchild, ts::ChildOf{}, only);
+    w.despawn(p);
+    EXPECT_FALSE(w.is_alive(only));
+    EXPECT_FALSE(w.is_alive(grandchild));
+    EXPECT_TRUE(w.is_alive(shared));
+    EXPECT_EQ(list(w.parents(shared)), std::vector<ts::Entity>{other});
+    EXPECT_EQ(w.count(), 2u);
+}
+
+TEST(Relation, ChildWhoseParentsAllDieInOneCascadeDies) {
+    ts::World w;
+    const ts::Entity root = w.spawn(), mid = w.spawn(), leaf = w.spawn();
+    w.relate(mid, ts::ChildOf{}, root);
+    w.relate(leaf, ts::ChildOf{}, root);
+    w.relate(leaf, ts::ChildOf{}, mid);  // both parents go with root
+    w.despawn(root);
+    EXPECT_EQ(w.count(), 0u);
+}
+
+TEST(Relation, PermanentChildrenSurviveTheCascade) {
+    ts::World w;
+    const ts::Entity p = w.spawn();
+    const ts::Entity keep = w.spawn_permanent();
+    const ts::Entity below = w.spawn();
+    w.relate(keep, ts::ChildOf{}, p);
+    w.relate(below, ts::ChildOf{}, keep);
+    w.despawn(p);
+    EXPECT_TRUE(w.is_alive(keep));
+    EXPECT_TRUE(w.is_alive(below));
+    EXPECT_EQ(w.parent(keep), ts::Entity::null());
+    EXPECT_FALSE(w.has<ts::ChildOf>(keep));
+}
+
+TEST(Relation, DeepChainCascadesWithoutRecursion) {
+    ts::World w;
+    std::vector<ts::Entity> chain{w.spawn()};
+    for (int i = 0; i < 20000; ++i) {
+        const ts::Entity c = w.spawn(Hp{i});
+        w.relate(c, ts::ChildOf{}, chain.back());
+        chain.push_back(c);
+    }
+    w.despawn(chain.front());
+    EXPECT_EQ(w.count(), 0u);
+}
+
+TEST(Relation, CycleIsRefusedAndChangesNothing) {
+    ts::World w;
+    const ts::Entity a = w.spawn(), b = w.spawn(), c = w.spawn();
+    w.relate(b, ts::ChildOf{}, a);
+    w.relate(c, ts::ChildOf{}, b);
+    EXPECT_EQ(error_of([&] { w.relate(a, ts::ChildOf{}, c); }), ts::errc::hierarchy_cycle);
+    EXPECT_EQ(error_of([&] { w.relate(a, ts::ChildOf{}, a); }), ts::errc::hierarchy_cycle);
+    EXPECT_FALSE(w.has<ts::ChildOf>(a));
+    EXPECT_TRUE(w.children(c).empty());
+    // Through a second parent too.
+    const ts::Entity d = w.spawn();
+    w.relate(c, ts::ChildOf{}, d);
+    EXPECT_EQ(error_of([&] { w.relate(d, ts::ChildOf{}, c); }), ts::errc::hierarchy_cycle);
+    EXPECT_EQ(list(w.parents(c)), (std::vector<ts::Entity>{b, d}));
+    // Custom relations may form loops.
+    w.relate(a, Joint{}, c);
+    w.relate(c, Joint{}, a);
+    w.relate(a, Joint{}, a);
+    EXPECT_TRUE(w.related<Joint>(a, a));
+}
+
+TEST(Relation, CycleMessageNamesTheEntities) {
+    ts::World w;
+    const ts::Entity a = w.spawn(), b = w.spawn();
+    w.relate(b, ts::ChildOf{}, a);
+    try {
+        w.relate(a, ts::ChildOf{}, b);
+        FAIL();
+    } catch (const ts::Error& e) {
+        const std::string msg = e.what();
+        EXPECT_NE(msg.find("ChildOf"), std::string::npos) << msg;
+        std::ostringstream ea, eb;
+        ea << a;
+        eb << b;
+        EXPECT_NE(msg.find(ea.str()), std::string::npos) << msg;
+        EXPECT_NE(msg.find(eb.str()), std::string::npos) << msg;
+    }
+}
+
+TEST(Relation, DeadEntitiesAreNotAlive) {
+    ts::World w;
+    const ts::Entity a = w.spawn(), b = w.spawn();
+    w.despawn(b);
+    EXPECT_EQ(error_of([&] { w.relate(a, Joint{}, b); }), ts::errc::not_alive);
+    EXPECT_EQ(error_of([&] { w.relate(b, Joint{}, a); }), ts::errc::not_alive);
+    EXPECT_EQ(error_of([&] { w.unrelate<Joint>(b, a); }), ts::errc::not_alive);
+    EXPECT_EQ(error_of([&] { w.unrelate<Joint>(b); }), ts::errc::not_alive);
+    EXPECT_FALSE(w.has<Joint>(a));
+}
+
+TEST(Relation, RelationComponentsAreKeptByRelateOnly) {
+    ts::World w;
+    const ts::Entity a = w.spawn(), b = w.spawn();
+    w.relate(a, Joint{1}, b);
+    EXPECT_EQ(error_of([&] { w.add(b, Joint{2}); }), ts::errc::invalid_argument);
+    EXPECT_EQ(error_of([&] { w.remove<Joint>(a); }), ts::errc::invalid_argument);
+    EXPECT_EQ(error_of([&] { w.remove<ts::Targets<Joint>>(a); }), ts::errc::invalid_argument);
+    EXPECT_EQ(error_of([&] { w.spawn(Joint{3}); }), ts::errc::invalid_argument);
+    EXPECT_EQ(error_of([&] { w.spawn(Hp{1}, Joint{3}); }), ts::errc::invalid_argument);
+    ts::CommandBuffer cmds;
+    cmds.add(b, Joint{4});
+    EXPECT_EQ(error_of([&] { cmds.apply(w); }), ts::errc::invalid_argument);
+    EXPECT_EQ(cmds.size(), 1u);  // the failing command stays
+    EXPECT_FALSE(w.has<Joint>(b));
+    EXPECT_TRUE(w.related<Joint>(a, b));
+    // Writing the data is fine.
+    w.set(a, Joint{5});
+    EXPECT_EQ(w.relation<Joint>(a)->v, 5);
+}
+
+TEST(Relation, APlainComponentCannotBecomeARelation) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Hp{1}), b = w.spawn();
+    EXPECT_EQ(error_of([&] { w.relate(a, Hp{2}, b); }), ts::errc::invalid_argument);
+    EXPECT_EQ(w.get<Hp>(a).v, 1);
+}
+
+TEST(Relation, QueriesRequireExcludeAndIterateRelations) {
+    ts::World w;
+    const ts::Entity root = w.spawn(Hp{0}), c1 = w.spawn(Hp{1}), c2 = w.spawn(Hp{2});
+    const ts::Entity t = w.spawn();
+    w.relate(c1, ts::ChildOf{}, root);
+    w.relate(c2, ts::ChildOf{}, root);
+    w.relate(c2, Joint{5}, t);
+    EXPECT_EQ(w.query<const Hp&>().with<ts::ChildOf>().count(), 2u);
+    EXPECT_EQ(w.query<const Hp&>().without<ts::ChildOf>().count(), 1u);
+    EXPECT_EQ(w.query<const Hp&>().with<Joint>().count(), 1u);
+    int seen = 0;
+    w.query<ts::Entity, const Joint&, const ts::Targets<Joint>&>().each(
+        [&](ts::Entity e, const Joint& j, const ts::Targets<Joint>& targets) {
+            EXPECT_EQ(e, c2);
+            EXPECT_EQ(j.v, 5);
+            ASSERT_EQ(targets.size(), 1u);
+            EXPECT_EQ(targets[0], t);
+            EXPECT_EQ(targets.front(), t);
+            for (const ts::Entity x : targets) EXPECT_EQ(x, t);
+            ++seen;
+        });
+    EXPECT_EQ(seen, 1);
+    w.each([&](const Hp&, const ts::Targets<ts::ChildOf>& parents) {
+        EXPECT_EQ(parents.front(), root);
+        ++seen;
+    });
+    EXPECT_EQ(seen, 3);
+}
+
+TEST(Relation, ChangesInsideLoopsAreDeferred) {
+    ts::World w;
+    const ts::Entity p = w.spawn(Hp{0}), c = w.spawn(Hp{1});
+    w.query<ts::Entity, const Hp&>().each([&](ts::Entity e, const Hp&) {
+        if (e == c) {
+            w.relate(c, ts::ChildOf{}, p);
+            EXPECT_FALSE(w.related<ts::ChildOf>(c, p));  // queued
+        }
+    });
+    EXPECT_EQ(w.parent(c), p);
+    w.query<ts::Entity, const Hp&>().each([&](ts::Entity e, const Hp&) {
+        if (e == c) {
+            EXPECT_TRUE(w.unrelate<ts::ChildOf>(c, p));
+        }
+        EXPECT_EQ(w.parent(c), p);
+    });
+    EXPECT_EQ(w.parent(c), ts::Entity::null());
+}
+
+TEST(Relation, DeferredCycleIsDroppedAndReportedAfterTheRest) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Hp{0}), b = w.spawn(Hp{1}), x = w.spawn();
+    w.relate(b, ts::ChildOf{}, a);
+    auto loop = w.query<ts::Entity, const Hp&>();
+    EXPECT_EQ(error_of([&] {
+                  loop.each([&](ts::Entity e, const Hp&) {
+                      if (e != a) return;
+                      w.relate(a, ts::ChildOf{}, b);  // closes a loop at the flush
+                      w.relate(x, Joint{3}, a);       // still applied
+                  });
+              }),
+              ts::errc::hierarchy_cycle);
+    EXPECT_FALSE(w.has<ts::ChildOf>(a));
+    EXPECT_TRUE(w.related<Joint>(x, a));
+    EXPECT_TRUE(w.storage().deferred().empty());
+}
+
+TEST(Relation, CommandBufferRelatesPlaceholders) {
+    ts::World w;
+    const ts::Entity p = w.spawn();
+    ts::CommandBuffer cmds;
+    const ts::Entity c = cmds.spawn(Hp{1});
+    const ts::Entity j = cmds.spawn();
+    cmds.relate(c, ts::ChildOf{}, p);
+    cmds.relate(j, Joint{4}, c);
+    EXPECT_EQ(cmds.apply(w), 5u);  // two places, one add, two relates
+    const ts::Entity rc = cmds.resolved(c), rj = cmds.resolved(j);
+    EXPECT_EQ(w.parent(rc), p);
+    EXPECT_EQ(w.relation<Joint>(rj)->v, 4);
+    cmds.unrelate<Joint>(rj, rc);
+    cmds.unrelate<ts::ChildOf>(rc);
+    EXPECT_EQ(cmds.apply(w), 2u);
+    EXPECT_FALSE(w.has<Joint>(rj));
+    EXPECT_EQ(w.parent(rc), ts::Entity::null());
+}
+
+TEST(Relation, CommandBufferDeadTargets) {
+    ts::World w;
+    const ts::Entity a = w.spawn(), b = w.spawn();
+    ts::CommandBuffer cmds;
+    cmds.relate(a, Joint{1}, b);
+    w.despawn(b);
+    EXPECT_EQ(error_of([&] { cmds.apply(w); }), ts::errc::not_alive);
+    EXPECT_EQ(cmds.apply(w, ts::on_dead::skip), 0u);
+    EXPECT_EQ(cmds.skipped(), 1u);
+    EXPECT_EQ(cmds.size(), 0u);
+}
+
+TEST(Relation, CommandBufferCycleIsDropped) {
+    ts::World w;
+    const ts::Entity a = w.spawn(), b = w.spawn();
+    w.relate(b, ts::ChildOf{}, a);
+    ts::CommandBuffer cmds;
+    cmds.relate(a, ts::ChildOf{}, b);
+    cmds.relate(a, Joint{2}, b);
+    EXPECT_EQ(error_of([&] { cmds.apply(w); }), ts::errc::hierarchy_cycle);
+    EXPECT_EQ(cmds.size(), 1u);  // the cycle is gone, the rest stays
+    EXPECT_EQ(cmds.apply(w), 1u);
+    EXPECT_TRUE(w.related<Joint>(a, b));
+}
+
+TEST(Relation, HeapOwningRelationData) {
+    ts::World w;
+    const ts::Entity a = w.spawn(), b = w.spawn(), c = w.spawn();
+    w.relate(a, Label{std::string(100, 'x')}, b);
+    w.relate(a, Label{"second"}, c);
+    EXPECT_EQ(w.relation<Label>(a)->text, "second");
+    w.query<const Hp*>().each([&](const Hp*) {});
+    w.despawn(c);
+    EXPECT_EQ(w.relation<Label>(a)->text, "second");
+    w.despawn(b);
+    EXPECT_EQ(w.relation<Label>(a), nullptr);
+}
+
+TEST(Relation, ManyTargetsSpillToTheHeap) {
+    ts::World w;
+    const ts::Entity a = w.spawn();
+    std::vector<ts::Entity> ts_;
+    for (int i = 0; i < 100; ++i) {
+        ts_.push_back(w.spawn());
+        w.relate(a, Joint{i}, ts_.back());
+    }
+    EXPECT_EQ(list(w.targets<Joint>(a)), ts_);
+    for (int i = 0; i < 100; i += 2) w.despawn(ts_[static_cast<std::size_t>(i)]);
+    EXPECT_EQ(w.targets<Joint>(a).size(), 50u);
+    EXPECT_EQ(w.targets<Joint>(a).front(), ts_[1]);
+}
+
+// ------------------------------------------------------------------------------ observers
+
+struct Log {
+    std::vector<std::string> lines;
+    void add(const std::string& what, ts::Entity a, ts::Entity b = ts::Entity::null()) {
+        std::ostringstream os;
+        os << what << ' ' << a.index;
+        if (b) os << "->" << b.index;
+        lines.push_back(os.str());
+    }
+};
+
+TEST(RelationObserver, RelateAndUnrelateFireWithTheData) {
+    ts::World w;
+    Log log;
+    ts::Observer on = w.on_relate<Joint>([&](ts::World&, ts::Entity e, ts::Entity t, Joint& j) {
+        log.add("relate" + std::to_string(j.v), e, t);
+    });
+    ts::Observer off = w.on_unrelate<Joint>([&](ts::World& world, ts::Entity e, ts::Entity t, Joint& j) {
+        EXPECT_TRUE(world.related<Joint>(e, t));  // before the removal
+        log.add("unrelate" + std::to_string(j.v), e, t);
+    });
+    const ts::Entity a = w.spawn(), b = w.spawn(), c = w.spawn();
+    w.relate(a, Joint{1}, b);
+    w.relate(a, Joint{2}, c);
+    w.relate(a, Joint{3}, c);  // present: no event
+    w.unrelate<Joint>(a, b);
+    w.unrelate<Joint>(a);
+    EXPECT_EQ(log.lines, (std::vector<std::string>{"relate1 0->1", "relate2 0->2", "unrelate3 0->1",
+                                                   "unrelate3 0->2"}));
+}
+
+TEST(RelationObserver, FirstRelateIsAnAddAndEnter) {
+    ts::World w;
+    Log log;
+    auto with_parent = w.query<ts::Entity>().with<ts::ChildOf>();
+    ts::Observer o1 = w.on_add<ts::ChildOf>([&](ts::World&, ts::Entity e) { log.add("add", e); });
+    ts::Observer o2 = with_parent.on_enter([&](ts::World&, ts::Entity e) { log.add("enter", e); });
+    ts::Observer o3 = with_parent.on_exit([&](ts::World&, ts::Entity e) { log.add("exit", e); });
+    ts::Observer o4 = w.on_relate<ts::ChildOf>(
+        [&](ts::World&, ts::Entity e, ts::Entity t) { log.add("relate", e, t); });
+    ts::Observer o5 = w.on_remove<ts::ChildOf>([&](ts::World&, ts::Entity e) { log.add("remove", e); });
+    ts::Observer o6 = w.on_unrelate<ts::ChildOf>(
+        [&](ts::World&, ts::Entity e, ts::Entity t) { log.add("unrelate", e, t); });
+    const ts::Entity p = w.spawn(), c = w.spawn();
+    w.relate(c, ts::ChildOf{}, p);
+    w.unrelate<ts::ChildOf>(c, p);
+    EXPECT_EQ(log.lines, (std::vector<std::string>{"add 1", "enter 1", "relate 1->0", "unrelate 1->0",
+                                                   "remove 1", "exit 1"}));
+}
+
+TEST(RelationObserver, DespawnOrder) {
+    ts::World w;
+    Log log;
+    ts::Observer a = w.on_despawn([&](ts::World&, ts::Entity e) { log.add("despawn", e); });
+    ts::Observer b = w.on_unrelate<ts::ChildOf>(
+        [&](ts::World&, ts::Entity e, ts::Entity t) { log.add("unrelate", e, t); });
+    ts::Observer c = w.on_remove<ts::ChildOf>([&](ts::World&, ts::Entity e) { log.add("remove", e); });
+    const ts::Entity root = w.spawn(), other = w.spawn(), kid = w.spawn(), shared = w.spawn();
+    w.relate(kid, ts::ChildOf{}, root);
+    w.relate(shared, ts::ChildOf{}, root);
+    w.relate(shared, ts::ChildOf{}, other);
+    w.despawn(root);
+    // Survivors first (shared loses root), then the doomed breadth first.
+    EXPECT_EQ(log.lines, (std::vector<std::string>{"unrelate 3->0", "despawn 0", "despawn 2",
+                                                   "unrelate 2->0", "remove 2"}));
+}
+
+TEST(RelationObserver, ReactionsAreDeferredAndApplied) {
+    ts::World w;
+    const ts::Entity p = w.spawn();
+    ts::Observer o = w.on_relate<ts::ChildOf>([&](ts::World& world, ts::Entity e, ts::Entity) {
+        world.add(e, Hp{42});  // structural: deferred, applied before relate returns
+    });
+    const ts::Entity c = w.spawn();
+    w.relate(c, ts::ChildOf{}, p);
+    EXPECT_EQ(w.get<Hp>(c).v, 42);
+}
+
+TEST(RelationObserver, PerTypeSwitch) {
+    ts::World w;
+    int n = 0;
+    ts::Observer o = w.on_relate<Joint>([&](ts::World&, ts::Entity, ts::Entity) { ++n; });
+    w.observers().enable<Joint>(ts::Event::relate, false);
+    const ts::Entity a = w.spawn(), b = w.spawn();
+    w.relate(a, Joint{}, b);
+    EXPECT_EQ(n, 0);
+    w.observers().enable<Joint>(ts::Event::relate, true);
+    w.relate(b, Joint{}, a);
+    EXPECT_EQ(n, 1);
+}
+
+TEST(RelationObserver, ThrowingObserverLeavesTheChangeDone) {
+    ts::World w;
+    ts::Observer o = w.on_unrelate<Joint>(
+        [&](ts::World&, ts::Entity, ts::Entity) { throw std::runtime_error("boom"); });
+    const ts::Entity a = w.spawn(), b = w.spawn();
+    w.relate(a, Joint{}, b);
+    EXPECT_THROW(w.despawn(b), std::runtime_error);
+    EXPECT_FALSE(w.is_alive(b));
+    EXPECT_FALSE(w.has<Joint>(a));
+}
+
+}  // namespace
