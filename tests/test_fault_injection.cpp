@@ -111,6 +111,10 @@ struct Tag {};
 struct Late {
     std::int64_t v = 0;
 };
+/// A relation with heap-owning data.
+struct Rope {
+    std::string s;
+};
 struct alignas(64) Wide {
     double v[3] = {};
 };
@@ -264,6 +268,40 @@ std::vector<Step> script() {
     s.push_back({"added_tick<Counted>(e3)", [](World& w, Ctx& c) {
                      EXPECT_EQ(static_cast<std::uint64_t>(w.added_tick<Counted>(c.e[3])), 2u);
                  }});
+    // Relations: each relate / unrelate / despawn is one operation with the strong guarantee.
+    s.push_back({"relate(e3, ChildOf, e0) first", [](World& w, Ctx& c) {
+                     w.relate(c.e[3], tessera::ChildOf{}, c.e[0]);
+                 }});
+    s.push_back({"relate(e3, ChildOf, e5) second parent", [](World& w, Ctx& c) {
+                     w.relate(c.e[3], tessera::ChildOf{}, c.e[5]);
+                 }});
+    s.push_back({"relate(e2, Rope, e4) heap data", [](World& w, Ctx& c) {
+                     w.relate(c.e[2], Rope{long_text(40)}, c.e[4]);
+                 }});
+    s.push_back({"relate(e2, Rope, e0) replaces the data", [](World& w, Ctx& c) {
+                     w.relate(c.e[2], Rope{long_text(41)}, c.e[0]);
+                 }});
+    s.push_back({"relate(many[10], ChildOf, e4)", [](World& w, Ctx& c) {
+                     w.relate(c.many[10], tessera::ChildOf{}, c.e[4]);
+                 }});
+    s.push_back({"relate(many[11], ChildOf, many[10])", [](World& w, Ctx& c) {
+                     w.relate(c.many[11], tessera::ChildOf{}, c.many[10]);
+                 }});
+    s.push_back({"relate(many[12], Rope, many[10])", [](World& w, Ctx& c) {
+                     w.relate(c.many[12], Rope{long_text(42)}, c.many[10]);
+                 }});
+    s.push_back({"unrelate<ChildOf>(e3, e0) one of two", [](World& w, Ctx& c) {
+                     EXPECT_TRUE(w.unrelate<tessera::ChildOf>(c.e[3], c.e[0]));
+                 }});
+    s.push_back({"unrelate<Rope>(e2, e0) keeps e4", [](World& w, Ctx& c) {
+                     EXPECT_TRUE(w.unrelate<Rope>(c.e[2], c.e[0]));
+                 }});
+    s.push_back({"despawn(e4) cascades; survivors lose their last target", [](World& w, Ctx& c) {
+                     EXPECT_TRUE(w.despawn(c.e[4]));
+                 }});
+    s.push_back({"unrelate<ChildOf>(e3) all", [](World& w, Ctx& c) {
+                     EXPECT_EQ(w.unrelate<tessera::ChildOf>(c.e[3]), 1u);
+                 }});
     return s;
 }
 
@@ -300,6 +338,12 @@ std::string encode(tessera::World& w, tessera::Entity e, const Ctx& c) {
         if (reinterpret_cast<std::uintptr_t>(x) % 64 != 0) os << "(misaligned!)";
     }
     if (w.has<Tag>(e)) os << "Tag;";
+    for (const tessera::Entity t : w.parents(e)) os << "parent=" << t << ';';
+    for (const tessera::Entity t : w.children(e)) os << "child=" << t << ';';
+    for (const tessera::Entity t : w.targets<Rope>(e)) os << "rope->" << t << ';';
+    for (const tessera::Entity t : w.sources<Rope>(e)) os << "rope<-" << t << ';';
+    if (const Rope* r = w.relation<Rope>(e)) os << "Rope=" << r->s << ';';
+    if (w.has<tessera::ChildOf>(e) != !w.parents(e).empty()) os << "(ChildOf disagrees)";
     if (w.has<A>(e) != (w.try_get<A>(e) != nullptr)) os << "(has<A> disagrees with try_get)";
     return os.str();
 }

@@ -553,3 +553,36 @@ TEST(RelationObserver, ThrowingObserverLeavesTheChangeDone) {
 }
 
 }  // namespace
+
+namespace {
+
+void attach(ts::View<ts::Entity, const Hp&, ts::Without<ts::ChildOf>> orphans, ts::Res<ts::Entity> root,
+            ts::Commands cmds) {
+    orphans.each([&](ts::Entity e, const Hp&) {
+        if (e != *root) cmds.relate(e, ts::ChildOf{}, *root);
+    });
+}
+
+TEST(RelationSystem, SystemsFilterIterateAndRelateThroughCommands) {
+    ts::World w;
+    const ts::Entity root = w.spawn(Hp{0});
+    w.insert_resource(root);
+    for (int i = 1; i <= 3; ++i) w.spawn(Hp{i});
+    std::size_t with_parent = 0;
+    ts::Schedule s;
+    s.add("attach", attach);
+    s.add("count", [&](ts::View<const ts::Targets<ts::ChildOf>&, ts::With<Hp>> kids) {
+         with_parent = 0;
+         kids.each([&](const ts::Targets<ts::ChildOf>& parents) {
+             EXPECT_EQ(parents.front(), root);
+             ++with_parent;
+         });
+     }).after("attach");
+    s.run(w);
+    EXPECT_EQ(w.children(root).size(), 3u);
+    EXPECT_EQ(with_parent, 0u);  // the commands apply at the phase's sync point
+    s.run(w);
+    EXPECT_EQ(with_parent, 3u);
+}
+
+}  // namespace
