@@ -9,6 +9,7 @@
 #include <cstring>
 #include <sstream>
 #include <string>
+#include <tuple>
 
 namespace tessera::detail {
 
@@ -257,6 +258,7 @@ private:
         Entity source;
         std::uint32_t kind;
         Entity target;
+        std::uint32_t seq;  ///< order found (std::stable_sort would allocate outside the world)
     };
     /// The unlinks of one survivor: `unlinks_[begin, end)`, and the archetype it moves to when
     /// it loses whole relations (`no_index`: it keeps them all).
@@ -318,12 +320,13 @@ void RelationIndex::plan(Storage& s, Entity root) {
         for (std::uint32_t k = 0; k < kinds_.size(); ++k) {
             if (x.index >= kinds_[k].sources.size()) continue;
             for (const Entity src : kinds_[k].sources[x.index]) {
-                if (!marked(src)) unlinks_.push_back({src, k, x});
+                if (!marked(src))
+                    unlinks_.push_back({src, k, x, static_cast<std::uint32_t>(unlinks_.size())});
             }
         }
     }
-    std::stable_sort(unlinks_.begin(), unlinks_.end(), [](const Unlink& a, const Unlink& b) {
-        return a.source.index < b.source.index || (a.source.index == b.source.index && a.kind < b.kind);
+    std::sort(unlinks_.begin(), unlinks_.end(), [](const Unlink& a, const Unlink& b) {
+        return std::tie(a.source.index, a.kind, a.seq) < std::tie(b.source.index, b.kind, b.seq);
     });
     for (std::size_t i = 0; i < unlinks_.size();) {
         std::size_t j = i;
