@@ -56,8 +56,9 @@ void CommandQueue::push_add(Entity e, const ComponentInfo& info, std::byte* valu
 
 void CommandQueue::push_relation(Command::Kind kind, Entity e, Entity target,
                                  const RelationType& relation, const ComponentInfo& info,
-                                 std::byte* value) noexcept {
-    commands_.push_back(Command{kind, 0, e, info.id, &info, value, target, &relation});
+                                 std::byte* value, bool all) noexcept {
+    commands_.push_back(Command{kind, static_cast<std::uint16_t>(all ? 1 : 0), e, info.id, &info,
+                                value, target, &relation});
 }
 
 void CommandQueue::pop() noexcept {

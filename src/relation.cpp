@@ -10,6 +10,8 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <array>
+#include <deque>
 
 namespace tessera::detail {
 
@@ -112,8 +114,10 @@ public:
           stack_(mr),
           down_(mr),
           doomed_(mr),
-          unlinks_(mr),
-          groups_(mr) {}
+          pos_(mr),
+          cur_(mr),
+          losses_(mr),
+          moves_(mr) {}
 
     [[nodiscard]] std::pmr::memory_resource* resource() const noexcept { return mr_; }
 
@@ -137,7 +141,6 @@ public:
         }
         s.ensure_component(type.data);
         s.ensure_component(type.targets);
-        kinds_.reserve(kinds_.size() + 1);
         if (type.data.value >= by_id_.size()) by_id_.resize(type.data.value + 1, -1);
         kinds_.push_back(Kind{type, std::pmr::vector<EntityList>(mr_)});
         by_id_[type.data.value] = static_cast<std::int32_t>(kinds_.size() - 1);
@@ -253,18 +256,20 @@ public:
     bool despawn(Storage& s, Entity root);
 
 private:
-    /// A survivor of a despawn losing `target` from its relation of kind `kind`.
-    struct Unlink {
+    /// A relation a survivor of a despawn loses: its relation of kind `kind` loses a target,
+    /// the doomed entity at position `step` (planning scratch).
+    struct Loss {
         Entity source;
         std::uint32_t kind;
-        Entity target;
+        std::uint32_t step;
         std::uint32_t seq;  ///< order found (std::stable_sort would allocate outside the world)
     };
-    /// The unlinks of one survivor: `unlinks_[begin, end)`, and the archetype it moves to when
-    /// it loses whole relations (`no_index`: it keeps them all).
-    struct Group {
-        std::uint32_t begin;
-        std::uint32_t end;
+    /// A survivor that loses its whole relation of kind `kind` when the `step`th doomed entity
+    /// dies: it moves from archetype `from` to `to` then.
+    struct Move {
+        Entity source;
+        std::uint32_t kind;
+        std::uint32_t step;
         std::uint32_t from;
         std::uint32_t to;
     };
@@ -273,32 +278,61 @@ private:
     void pre(Storage& s, std::size_t step);
     void mechanics(Storage& s, std::size_t step) noexcept;
     void post(Storage& s, std::size_t step);
-    [[nodiscard]] std::size_t steps() const noexcept { return groups_.size() + doomed_.size(); }
-    /// The ids a group's survivor loses whole (sorted), written to `out`; returns how many.
-    std::size_t lost_ids(const Storage& s, const Group& g, ComponentId* out) const noexcept;
+    /// The moves made when the `step`th doomed entity dies.
+    [[nodiscard]] std::span<const Move> moves_at(std::size_t step) const noexcept {
+        auto by_step = [](const Move& m, std::size_t k) { return m.step < k; };
+        const auto first = std::lower_bound(moves_.begin(), moves_.end(), step, by_step);
+        const auto last = std::lower_bound(first, moves_.end(), step + 1, by_step);
+        return {first, last};
+    }
+    /// The two components of a kind, sorted.
+    [[nodiscard]] std::array<ComponentId, 2> ids_of(std::uint32_t kind) const noexcept {
+        std::array<ComponentId, 2> ids{kinds_[kind].type.data, kinds_[kind].type.targets};
+        if (ids[1] < ids[0]) std::swap(ids[0], ids[1]);
+        return ids;
+    }
+    /// Grows a by-entity-index array to hold `index`.
+    static void fit(std::pmr::vector<std::uint32_t>& v, std::uint32_t index) {
+        if (index >= v.size()) v.resize(std::max<std::size_t>(index + 1, v.size() * 2), 0u);
+    }
 
     std::pmr::memory_resource* mr_;
-    std::pmr::vector<Kind> kinds_;
+    std::pmr::deque<Kind> kinds_;  ///< a deque: callbacks may add kinds while one is in use
     std::pmr::vector<std::int32_t> by_id_;  ///< data component id -> kind, -1 when none
     std::pmr::vector<std::uint32_t> marks_;
     std::pmr::vector<std::uint32_t> down_marks_;
     std::uint32_t epoch_ = 0;
     std::pmr::vector<Entity> stack_;
     std::pmr::vector<Entity> down_;
-    std::pmr::vector<Entity> doomed_;  ///< a despawn's entities, breadth first
-    std::pmr::vector<Unlink> unlinks_;
-    std::pmr::vector<Group> groups_;
+    std::pmr::vector<Entity> doomed_;       ///< a despawn's entities, breadth first
+    std::pmr::vector<std::uint32_t> pos_;   ///< by entity index: position in doomed_ (if marked)
+    std::pmr::vector<std::uint32_t> cur_;   ///< by entity index: a survivor's planned archetype
+    std::pmr::vector<Loss> losses_;
+    std::pmr::vector<Move> moves_;
 };
 
 // ------------------------------------------------------------------------------ despawn
+//
+// A despawn that touches relations is planned first (everything that can fail: the doomed
+// set, the archetypes survivors move to, room for the moves and the log), then carried out one
+// doomed entity at a time, root first and breadth first. Each step: on_despawn, on_unrelate for
+// its own relations, on_remove per component, on_exit, on_unrelate at each entity relating to
+// it (both ends still alive), on_remove for the survivors that lose a whole relation; then the
+// mechanics (the relations pointing at it go, those survivors move, it dies); then the
+// survivors' query on_exit/on_enter.
 
 void RelationIndex::plan(Storage& s, Entity root) {
     new_epoch();
     doomed_.clear();
-    unlinks_.clear();
-    groups_.clear();
-    mark(root);
-    doomed_.push_back(root);
+    losses_.clear();
+    moves_.clear();
+    auto doom = [&](Entity e) {
+        fit(pos_, e.index);
+        mark(e);
+        pos_[e.index] = static_cast<std::uint32_t>(doomed_.size());
+        doomed_.push_back(e);
+    };
+    doom(root);
     // The doomed: the root, then (ChildOf) every child whose parents are all doomed.
     for (std::size_t i = 0; i < doomed_.size(); ++i) {
         const Entity x = doomed_[i];
@@ -309,130 +343,112 @@ void RelationIndex::plan(Storage& s, Entity root) {
                 const EntityList* parents = targets_of(s, k.type.targets, c);
                 if (std::all_of(parents->begin(), parents->end(),
                                 [&](Entity p) { return marked(p) || s.record(p) == nullptr; })) {
-                    mark(c);
-                    doomed_.push_back(c);
+                    doom(c);
                 }
             }
         }
     }
-    // The survivors that lose targets, grouped by survivor (in entity index order).
-    for (const Entity x : doomed_) {
+    // What the survivors lose, grouped by (survivor, kind).
+    for (std::uint32_t i = 0; i < doomed_.size(); ++i) {
+        const Entity x = doomed_[i];
         for (std::uint32_t k = 0; k < kinds_.size(); ++k) {
             if (x.index >= kinds_[k].sources.size()) continue;
             for (const Entity src : kinds_[k].sources[x.index]) {
                 if (!marked(src))
-                    unlinks_.push_back({src, k, x, static_cast<std::uint32_t>(unlinks_.size())});
+                    losses_.push_back({src, k, i, static_cast<std::uint32_t>(losses_.size())});
             }
         }
     }
-    std::sort(unlinks_.begin(), unlinks_.end(), [](const Unlink& a, const Unlink& b) {
+    std::sort(losses_.begin(), losses_.end(), [](const Loss& a, const Loss& b) {
         return std::tie(a.source.index, a.kind, a.seq) < std::tie(b.source.index, b.kind, b.seq);
     });
-    for (std::size_t i = 0; i < unlinks_.size();) {
+    // A relation whose every target dies goes when its last target dies: one move then.
+    for (std::size_t i = 0; i < losses_.size();) {
         std::size_t j = i;
-        while (j < unlinks_.size() && unlinks_[j].source == unlinks_[i].source) ++j;
-        groups_.push_back({static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(j),
-                           s.record(unlinks_[i].source)->archetype, no_index});
-        i = j;
-    }
-    // Room for everything the mechanics do: the moves of survivors that lose whole relations,
-    // and the hierarchy log.
-    std::size_t moves = 0;
-    for (Group& g : groups_) {
-        ComponentId ids[64];
-        const std::size_t n = lost_ids(s, g, ids);
-        if (n == 0) continue;
-        g.to = s.removal_target(s.archetype(g.from), {ids, n}).index;
-        ++moves;
-    }
-    for (const Group& g : groups_) {
-        if (g.to != no_index) s.reserve_rows(s.archetype(g.to), moves);
-    }
-    reserve_log(unlinks_.size());
-}
-
-std::size_t RelationIndex::lost_ids(const Storage& s, const Group& g,
-                                    ComponentId* out) const noexcept {
-    std::size_t n = 0;
-    for (std::uint32_t i = g.begin; i < g.end;) {
-        std::uint32_t j = i;
-        while (j < g.end && unlinks_[j].kind == unlinks_[i].kind) ++j;
-        const Kind& k = kinds_[unlinks_[i].kind];
-        const EntityList* list = targets_of(s, k.type.targets, unlinks_[i].source);
-        if (n + 2 <= 64 && list != nullptr && list->size() == j - i) {
-            out[n++] = k.type.data;
-            out[n++] = k.type.targets;
+        std::uint32_t last = 0;
+        for (; j < losses_.size() && losses_[j].source == losses_[i].source &&
+               losses_[j].kind == losses_[i].kind;
+             ++j) {
+            last = std::max(last, losses_[j].step);
         }
+        const Kind& k = kinds_[losses_[i].kind];
+        if (targets_of(s, k.type.targets, losses_[i].source)->size() == j - i)
+            moves_.push_back({losses_[i].source, losses_[i].kind, last, 0, 0});
         i = j;
     }
-    std::sort(out, out + n);
-    return n;
+    std::sort(moves_.begin(), moves_.end(), [](const Move& a, const Move& b) {
+        return std::tie(a.step, a.source.index, a.kind) < std::tie(b.step, b.source.index, b.kind);
+    });
+    // The archetypes they move through (created now), with room reserved.
+    for (Move& m : moves_) {
+        fit(cur_, m.source.index);
+        m.from = down_marked(m.source) ? cur_[m.source.index] : s.record(m.source)->archetype;
+        const std::array<ComponentId, 2> ids = ids_of(m.kind);
+        m.to = s.removal_target(s.archetype(m.from), ids).index;
+        down_mark(m.source);
+        cur_[m.source.index] = m.to;
+    }
+    for (const Move& m : moves_) s.reserve_rows(s.archetype(m.to), moves_.size());
+    reserve_log(losses_.size());
 }
 
 void RelationIndex::pre(Storage& s, std::size_t step) {
-    if (step < groups_.size()) {
-        const Group& g = groups_[step];
-        for (std::uint32_t i = g.begin; i < g.end; ++i) {
-            const Unlink& u = unlinks_[i];
-            deliver_relation(s, Event::unrelate, kinds_[u.kind].type.data, u.source, u.target);
-        }
-        if (g.to != no_index) {
-            ComponentId ids[64];
-            const std::size_t n = lost_ids(s, g, ids);
-            for (std::size_t i = 0; i < n; ++i) deliver(s, Event::remove, ids[i], unlinks_[g.begin].source);
-        }
-        return;
-    }
-    const Entity x = doomed_[step - groups_.size()];
+    // Kinds are visited by index and copied: a callback may add one (deque: no reallocation).
+    const Entity x = doomed_[step];
     deliver(s, Event::despawn, x);
-    for (const Kind& k : kinds_) {
-        if (const EntityList* list = targets_of(s, k.type.targets, x)) {
-            for (const Entity t : *list) deliver_relation(s, Event::unrelate, k.type.data, x, t);
+    for (std::size_t k = 0; k < kinds_.size(); ++k) {
+        const RelationType type = kinds_[k].type;
+        if (const EntityList* list = targets_of(s, type.targets, x)) {
+            for (const Entity t : list->span()) deliver_relation(s, Event::unrelate, type.data, x, t);
         }
     }
     const std::uint32_t from = s.record(x)->archetype;
     for (const ComponentId id : s.archetype(from).ids) deliver(s, Event::remove, id, x);
     deliver_move(s, x, from, no_index);
+    for (std::size_t k = 0; k < kinds_.size(); ++k) {
+        const RelationType type = kinds_[k].type;
+        if (const EntityList* list = sources_if(kinds_[k], x.index)) {
+            for (const Entity src : list->span()) {
+                if (src != x)  // a relation to itself was reported with its own
+                    deliver_relation(s, Event::unrelate, type.data, src, x);
+            }
+        }
+    }
+    for (const Move& m : moves_at(step)) {
+        for (const ComponentId id : ids_of(m.kind)) deliver(s, Event::remove, id, m.source);
+    }
 }
 
 void RelationIndex::mechanics(Storage& s, std::size_t step) noexcept {
-    if (step < groups_.size()) {
-        const Group& g = groups_[step];
-        const Entity src = unlinks_[g.begin].source;
-        for (std::uint32_t i = g.begin; i < g.end; ++i) {
-            const Unlink& u = unlinks_[i];
-            const Kind& k = kinds_[u.kind];
-            EntityList* list = targets_of(s, k.type.targets, src);
-            if (list->front() == u.target) log(k.type, src);
-            list->erase(u.target);
-            // The target's own sources list is dropped when it dies.
-        }
-        if (g.to != no_index) s.move_entity(src, *s.record(src), s.archetype(g.to));
-        return;
-    }
-    const Entity x = doomed_[step - groups_.size()];
+    const Entity x = doomed_[step];
     for (Kind& k : kinds_) {
+        // x leaves the reverse lists of its targets...
         if (const EntityList* list = targets_of(s, k.type.targets, x)) {
             for (const Entity t : *list) {
-                if (marked(t)) continue;  // doomed too: its list goes with it
                 if (EntityList* back = sources_if(k, t.index)) back->erase(x);
             }
         }
-        if (EntityList* own = sources_if(k, x.index)) own->clear();
+        // ...and the target lists of the entities relating to it.
+        if (EntityList* own = sources_if(k, x.index)) {
+            for (const Entity src : *own) {
+                EntityList* targets = targets_of(s, k.type.targets, src);
+                if (!marked(src) && targets->front() == x) log(k.type, src);
+                targets->erase(x);
+            }
+            own->clear();
+        }
     }
+    for (const Move& m : moves_at(step)) s.move_entity(m.source, *s.record(m.source), s.archetype(m.to));
     s.despawn(x);
 }
 
 void RelationIndex::post(Storage& s, std::size_t step) {
-    if (step < groups_.size()) {
-        const Group& g = groups_[step];
-        if (g.to != no_index) deliver_move(s, unlinks_[g.begin].source, g.from, g.to);
-    }
+    for (const Move& m : moves_at(step)) deliver_move(s, m.source, m.from, m.to);
 }
 
 bool RelationIndex::despawn(Storage& s, Entity root) {
     plan(s, root);  // everything that can fail
-    const std::size_t n = steps();
+    const std::size_t n = doomed_.size();
     std::size_t next = 0;
     auto run = [&](bool notify) {
         while (next < n) {
@@ -637,27 +653,27 @@ void relate(Storage& s, const RelationType& type, Entity e, Entity target, std::
 }
 
 namespace {
-bool queue_unrelate(Storage& s, const RelationType& type, Entity e, Entity target) {
+bool queue_unrelate(Storage& s, const RelationType& type, Entity e, Entity target, bool all) {
     check_not_parallel(s, "World::unrelate");
     if (s.record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
     s.deferred().reserve(1);
     s.deferred().push_relation(Command::Kind::unrelate, e, target, type, component_info(type.data),
-                               nullptr);
+                               nullptr, all);
     const EntityList* list = targets_of(s, type.targets, e);
-    return list != nullptr && (!target || list->contains(target));
+    return list != nullptr && (all || list->contains(target));
 }
 }  // namespace
 
 bool unrelate(Storage& s, const RelationType& type, Entity e, Entity target) {
     if (!s.deferring()) return relation_remove(s, type, e, target, {});
-    return queue_unrelate(s, type, e, target);
+    return queue_unrelate(s, type, e, target, false);
 }
 
 std::size_t unrelate_all(Storage& s, const RelationType& type, Entity e) {
     if (!s.deferring()) return relation_clear(s, type, e, {});
     const EntityList* list = targets_of(s, type.targets, e);
     const std::size_t n = list == nullptr ? 0 : list->size();
-    queue_unrelate(s, type, e, Entity::null());
+    queue_unrelate(s, type, e, Entity::null(), true);
     return n;
 }
 

@@ -805,8 +805,9 @@ Applied Storage::apply_front(CommandQueue& q, Entity target, Entity other) {
         }
         case Command::Kind::relate:
         case Command::Kind::unrelate: {
-            if (r == nullptr || (cmd.target && record(other) == nullptr)) {
-                drop();  // the source or the target died meanwhile
+            const bool all = cmd.kind == Command::Kind::unrelate && cmd.group != 0;
+            if (r == nullptr || (!all && record(other) == nullptr)) {
+                drop();  // the source or the target died meanwhile (or was never alive)
                 return {0, 1};
             }
             // The change pops the command once it can no longer fail (before its observers run).
@@ -817,8 +818,8 @@ Applied Storage::apply_front(CommandQueue& q, Entity target, Entity other) {
                              },
                              &q};
             if (cmd.kind == Command::Kind::unrelate) {
-                const bool any = cmd.target ? relation_remove(*this, *cmd.relation, target, other, pop)
-                                            : relation_clear(*this, *cmd.relation, target, pop) != 0;
+                const bool any = all ? relation_clear(*this, *cmd.relation, target, pop) != 0
+                                     : relation_remove(*this, *cmd.relation, target, other, pop);
                 return any ? Applied{1, 0} : Applied{0, 1};
             }
             try {

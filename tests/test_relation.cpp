@@ -512,9 +512,10 @@ TEST(RelationObserver, DespawnOrder) {
     w.relate(shared, ts::ChildOf{}, root);
     w.relate(shared, ts::ChildOf{}, other);
     w.despawn(root);
-    // Survivors first (shared loses root), then the doomed breadth first.
-    EXPECT_EQ(log.lines, (std::vector<std::string>{"unrelate 3->0", "despawn 0", "despawn 2",
-                                                   "unrelate 2->0", "remove 2"}));
+    // Root first: its events, then the relations pointing at it go (both ends alive), then the
+    // children it takes along, breadth first.
+    EXPECT_EQ(log.lines, (std::vector<std::string>{"despawn 0", "unrelate 2->0", "unrelate 3->0",
+                                                   "despawn 2", "remove 2"}));
 }
 
 TEST(RelationObserver, ReactionsAreDeferredAndApplied) {

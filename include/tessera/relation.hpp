@@ -34,8 +34,9 @@
 /// relations removed by a despawn (of the source or of the target). A first relate is also an
 /// add of `R` and `Targets<R>` (`on_add`, query `on_enter` fire first), a last unrelate a removal.
 /// During a despawn, each despawned entity fires `on_despawn`, `on_unrelate` for its own
-/// relations, `on_remove` per component, `on_exit`, then the relations pointing at it are removed
-/// (`on_unrelate` at each source) and it dies; cascaded children follow in breadth-first order.
+/// relations, `on_remove` per component, `on_exit`, then `on_unrelate` at each source relating to
+/// it (both ends alive), `on_remove` for sources left without a target; then those relations go
+/// and it dies. Cascaded children follow, breadth first.
 #pragma once
 
 #include <tessera/commands.hpp>
@@ -295,7 +296,10 @@ void CommandBuffer::unrelate(Entity e, Entity target) {
 
 template <class R>
 void CommandBuffer::unrelate(Entity e) {
-    unrelate<R>(e, Entity::null());
+    begin_record();
+    queue_.reserve(1);
+    queue_.push_relation(detail::Command::Kind::unrelate, e, Entity::null(),
+                         detail::relation_type<R>(), component_info<R>(), nullptr, true);
 }
 
 template <class R, class F>

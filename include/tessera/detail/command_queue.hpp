@@ -21,13 +21,14 @@ struct Command {
     enum class Kind : std::uint8_t { place, despawn, add, remove, relate, unrelate };
     Kind kind;
     /// place: how many `add`s right behind it belong to the spawn; the first add / remove of a
-    /// call with several components: how many commands (this one included) the call made.
+    /// call with several components: how many commands (this one included) the call made;
+    /// unrelate: 1 to remove every target.
     std::uint16_t group = 0;
     Entity entity;
     ComponentId id;             ///< add / remove; relate / unrelate: the relation's data id
     const ComponentInfo* info;  ///< add, relate: the value's hooks
     std::byte* value;           ///< add, relate: the value (owned by the queue until applied)
-    Entity target{};            ///< relate / unrelate: the target (null: unrelate every target)
+    Entity target{};            ///< relate / unrelate: the target
     const RelationType* relation = nullptr;  ///< relate / unrelate
 };
 
@@ -57,9 +58,10 @@ public:
                   std::uint16_t group = 0) noexcept;
 
     /// Records a relate whose `R` value was constructed at `value` (from `allocate_value`), or an
-    /// unrelate (`value` null; a null `target` means every target). Precondition: room reserved.
+    /// unrelate (`value` null) of `target` or, with `all`, of every target. Precondition: room
+    /// reserved.
     void push_relation(Command::Kind kind, Entity e, Entity target, const RelationType& relation,
-                       const ComponentInfo& info, std::byte* value) noexcept;
+                       const ComponentInfo& info, std::byte* value, bool all = false) noexcept;
 
     /// The next command to apply, or null. `pop()` marks it applied (its value, if any, must
     /// have been moved out or destroyed by the caller).
