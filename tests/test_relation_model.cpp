@@ -51,12 +51,10 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <compare>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <iostream>
 #include <optional>
 #include <ostream>
 #include <random>
@@ -103,34 +101,6 @@ using rel_model::Late1;
 using rel_model::Late2;
 using rel_model::Late3;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-
-/// Whether the random batches inside `each` include `unrelate<R>(e, Entity::null())`. Outside
-/// a loop that call removes nothing and returns false (null is never a target); the focused
-/// test DeferredUnrelateOfNullTargetRemovesNothing checks the deferred form directly. At the
-/// time of writing the deferred form returns true and removes every target (the queue reads a
-/// null target as "all"): set this to false to run the random tests past that bug.
-constexpr bool kDeferredNullUnrelate = true;
-
-/// Whether the random tests require every on_unrelate callback of a despawn to see the target
-/// alive. relation.hpp's order ("each despawned entity fires on_despawn, on_unrelate for its own
-/// relations, ..., then the relations pointing at it are removed (on_unrelate at each source) and
-/// it dies") removes a cascaded child's relation to its parent while the parent is still alive,
-/// so no on_unrelate ever sees a dead end. The focused tests DespawnEventsFollowTheDocumentedOrder
-/// and UnrelateCallbacksOfADespawnSeeBothEndsAlive check it directly. At the time of writing the
-/// implementation fires a cascaded child's on_unrelate<ChildOf> after its parent died: set this
-/// to false to run the random tests past that (everything else in the events is still compared).
-constexpr bool kCheckTargetAliveInCallbacks = true;
 
 enum : int { kChild = 0, kJoint = 1, kKinds = 2 };
 constexpr const char* kKindName[kKinds] = {"ChildOf", "Joint"};
@@ -335,16 +305,6 @@ public:
         if (mode_ == Mode::reactive) {
             EXPECT_GT(reactions_, 0u);
         }
-        std::cout << "[          ] " << steps << " steps: relates ChildOf/Joint "
-                  << stats_.relates[kChild] << "/" << stats_.relates[kJoint] << ", loops refused "
-                  << stats_.cycles << " (" << stats_.deep_cycles
-                  << " via a descendant), dropped at a flush " << stats_.deferred_cycles
-                  << ", cascades " << stats_.cascades << " (largest " << stats_.max_cascade
-                  << "), spared by another parent " << stats_.spared_by_second_parent
-                  << ", permanent spared " << stats_.spared_permanent << ", survivor unlinks "
-                  << stats_.survivor_unlinks << ", batches " << stats_.batches
-                  << ", queued relates dropped (dead end) " << stats_.dropped_dead << ", reactions "
-                  << reactions_ << ", max population " << max_population_ << '\n';
     }
 
 private:
@@ -685,7 +645,7 @@ private:
             ev.related = cw.related<ts::ChildOf>(s, t);
         }
         ev.src_alive = cw.is_alive(s);
-        ev.tgt_alive = cw.is_alive(t) || !kCheckTargetAliveInCallbacks;
+        ev.tgt_alive = cw.is_alive(t);
         log_.push_back(ev);
     }
 
@@ -1021,7 +981,6 @@ private:
                 << "deferred unrelate (all)'s result";
             queue_.push_back(Cmd{Cmd::unrelate_all, k, s, {}, 0});
         } else if (roll < 70) {
-            if (!kDeferredNullUnrelate) return;
             const int k = static_cast<int>(below(kKinds));
             const ts::Entity s = some_source(k);
             note(std::string("  unrelate<") + kKindName[k] + "> " + str(s) + " -> null");
@@ -1374,12 +1333,6 @@ TEST(RelationModel, ReactiveObserverMatchesReferenceSeed2) {
 // ---------------------------------------------------------------------------------------------
 // Deep and wide hierarchies.
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) {
-    return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
 constexpr std::size_t kDeep = 10000;
 
 /// chain[0] is the root; chain[i] is a child of chain[i - 1].
@@ -1408,9 +1361,7 @@ TEST(RelationModel, DeepChainDespawnedFromTheRootDiesWhole) {
                 [&](ts::World&, ts::Entity, ts::Entity) { ++unrelates; }));
             obs.push_back(w.on_despawn([&](ts::World&, ts::Entity) { ++despawns; }));
         }
-        const auto t0 = Clock::now();
         EXPECT_TRUE(w.despawn(chain[0]));
-        const double took = seconds_since(t0);
         for (const ts::Entity e : chain) ASSERT_FALSE(w.is_alive(e)) << e;
         EXPECT_EQ(w.count(), 1u);
         EXPECT_TRUE(w.is_alive(bystander));
@@ -1420,9 +1371,6 @@ TEST(RelationModel, DeepChainDespawnedFromTheRootDiesWhole) {
             EXPECT_EQ(unrelates, kDeep - 1) << "one on_unrelate per (child, parent) pair";
             EXPECT_EQ(despawns, kDeep);
         }
-        EXPECT_LT(took, kSanitized ? 5.0 : 1.0) << "despawning a " << kDeep << "-deep chain";
-        std::cout << "[          ] " << kDeep << "-deep chain despawn ("
-                  << (observed ? "observed" : "unobserved") << "): " << took * 1e3 << " ms\n";
     }
 }
 
@@ -1475,9 +1423,7 @@ TEST(RelationModel, WideFanOutDespawnIsLinear) {
             obs.push_back(
                 w.on_unrelate<Joint>([&](ts::World&, ts::Entity, ts::Entity) { ++unrelates; }));
         }
-        const auto t0 = Clock::now();
         EXPECT_TRUE(w.despawn(parent));
-        const double took = seconds_since(t0);
         EXPECT_EQ(w.count(), 1u);
         for (const ts::Entity e : kids) ASSERT_FALSE(w.is_alive(e)) << e;
         EXPECT_TRUE(w.is_alive(other));
@@ -1486,10 +1432,6 @@ TEST(RelationModel, WideFanOutDespawnIsLinear) {
         if (observed) {
             EXPECT_EQ(unrelates, kWide + kWide / 2 + (kWide + 2) / 3);
         }
-        EXPECT_LT(took, kSanitized ? 5.0 : 0.5)
-            << "despawning a parent of " << kWide << " children";
-        std::cout << "[          ] " << kWide << "-child fan-out despawn ("
-                  << (observed ? "observed" : "unobserved") << "): " << took * 1e3 << " ms\n";
     }
 }
 
@@ -1506,16 +1448,13 @@ TEST(RelationModel, WideFanOutWithSecondParentsSurvives) {
         w.relate(kids.back(), ts::ChildOf{}, p);
         w.relate(kids.back(), ts::ChildOf{}, q);
     }
-    const auto t0 = Clock::now();
     EXPECT_TRUE(w.despawn(p));
-    const double took = seconds_since(t0);
     EXPECT_EQ(w.count(), kWide + 1);
     for (const ts::Entity k : kids) {
         ASSERT_EQ(w.parents(k).size(), 1u);
         ASSERT_EQ(w.parent(k), q);
     }
     EXPECT_EQ(std::vector<ts::Entity>(w.children(q).begin(), w.children(q).end()), kids);
-    EXPECT_LT(took, kSanitized ? 5.0 : 0.5);
     EXPECT_TRUE(w.despawn(q));
     EXPECT_EQ(w.count(), 0u);
 }
