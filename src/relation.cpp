@@ -708,7 +708,12 @@ void clear_hierarchy_changes(Storage& s) noexcept {
 RelationIndex& Storage::relation_index() {
     if (relations_ == nullptr) {
         void* mem = mr_->allocate(sizeof(RelationIndex), alignof(RelationIndex));
-        relations_ = ::new (mem) RelationIndex(mr_);
+        try {
+            relations_ = ::new (mem) RelationIndex(mr_);  // the deque allocates already
+        } catch (...) {
+            mr_->deallocate(mem, sizeof(RelationIndex), alignof(RelationIndex));
+            throw;
+        }
     }
     return *relations_;
 }

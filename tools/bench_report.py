@@ -50,6 +50,9 @@ RATIO_TARGETS: dict[str, float] = {
     # Issue 3: par_each on 2 workers >= 1.9x faster than `each`; `each` runs at raw speed here,
     # so the target is expressed against raw as 1 / 1.9.
     "heavy_compute/tessera_par": round(1 / 1.9, 3),
+    # Transforms: a full propagate_transforms over a 100,000-entity forest within 1.5x of the
+    # array recurrence world[i] = world[parent[i]] * local[i].
+    "propagate/tessera": 1.5,
 }
 
 # Relative targets: at most this many times the median of another variant of the same scenario
@@ -62,6 +65,9 @@ RELATIVE_TARGETS: dict[str, tuple[str, float]] = {
     "add_remove/tessera_unrelated_observer": ("tessera", 1.03),
     # Issue 5: the schedule on 2 workers at least 1.6x faster than on 1.
     "schedule/tessera_par": ("tessera", round(1 / 1.6, 3)),
+    # Transforms: with 1% of the LocalTransforms changed, propagate_transforms (skipping the
+    # unchanged subtrees) costs at most 0.2x the full pass.
+    "propagate/tessera_1pct": ("tessera", 0.2),
 }
 
 # Variants reported without a target (their figure is the statement): the cost of observers
@@ -73,6 +79,8 @@ NO_TARGET: set[str] = {
     # The parallel path forced on (threshold 0): what it costs, for reference.
     "schedule/tessera_par_always",
     "frame_overhead/tessera_par_always",
+    # Transforms: the cost of a call when nothing changed (the change-tick scan).
+    "propagate/tessera_none",
 }
 
 # Scenario groups: one table each, in this order; scenarios not listed go to "other".
@@ -82,6 +90,7 @@ GROUPS: list[tuple[str, list[str]]] = [
     ("Access by handle", ["get_seq", "get_random"]),
     ("Iteration", ["iter_simple", "iter_frag", "heavy_compute"]),
     ("Schedules", ["schedule", "frame_overhead"]),
+    ("Hierarchy and transforms", ["propagate"]),
 ]
 
 MEMORY_SCENARIOS = {"memory"}

@@ -14,4 +14,5 @@
 #include <tessera/resource.hpp>
 #include <tessera/schedule.hpp>
 #include <tessera/system.hpp>
+#include <tessera/transform.hpp>
 #include <tessera/world.hpp>

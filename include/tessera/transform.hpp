@@ -1,0 +1,106 @@
+/// @file transform.hpp
+/// Hierarchical transforms (cinder/ecs): `LocalTransform`, `WorldTransform` and
+/// `propagate_transforms`, which computes every world matrix from the `ChildOf` hierarchy.
+///
+/// **Rules.** For every entity with a `LocalTransform`, `WorldTransform = parent world * local`,
+/// where the parent is the entity's first `ChildOf` target (`world.parent(e)`) and an entity
+/// without a parent has the identity as parent world. An entity with a parent but no
+/// `LocalTransform` contributes an identity local matrix: its parent's world matrix passes
+/// through to its children, and it gets no `WorldTransform`. An entity with neither is the
+/// identity for its children. Matrices are glm's (column-major; `parent * local` maps local
+/// coordinates to the parent's).
+///
+/// **Change ticks.** `propagate_transforms` writes a `WorldTransform` only when the computed
+/// matrix differs (bitwise) from the stored one, stamping its changed tick like `World::set`,
+/// so `query<const WorldTransform&>().changed<WorldTransform>()` sees exactly the entities whose
+/// world matrix moved. It keeps the tick of its previous call in the world (a hidden resource)
+/// and, like a query with a change filter, advances the world tick by one when it ends: a write
+/// made after a call is seen by the next call, never twice.
+///
+/// **Invalidation.** A call may add `WorldTransform` to entities (structural changes, made
+/// before anything is computed), so it invalidates pointers, spans and chunks into the world
+/// like any `add`. It makes no other structural change.
+///
+/// **Memory.** The per-world scratch (marks and world-matrix pointers indexed by entity index,
+/// work stacks, the list of dirty roots) comes from the world's memory resource and keeps its
+/// capacity: once warm, a call allocates nothing unless the world has grown (more entity
+/// indices, new archetypes) or `WorldTransform`s must be added.
+#pragma once
+
+#include <tessera/fwd.hpp>
+
+#include <glm/mat4x4.hpp>
+
+#include <cstddef>
+
+namespace tessera {
+
+/// An entity's transform relative to its parent (its first `ChildOf` target), or to the world
+/// when it has none. Defaults to the identity.
+struct LocalTransform {
+    glm::mat4 matrix{1.0f};  ///< column-major, glm conventions
+
+    /// Exact (float ==) comparison of the 16 values.
+    friend bool operator==(const LocalTransform& a, const LocalTransform& b) noexcept {
+        return a.matrix == b.matrix;
+    }
+};
+
+/// An entity's transform to world space, written by `propagate_transforms`: the parent's world
+/// matrix times the `LocalTransform`. Defaults to the identity.
+struct WorldTransform {
+    glm::mat4 matrix{1.0f};  ///< column-major, glm conventions
+
+    /// Exact (float ==) comparison of the 16 values.
+    friend bool operator==(const WorldTransform& a, const WorldTransform& b) noexcept {
+        return a.matrix == b.matrix;
+    }
+};
+
+/// Computes `WorldTransform = parent world * LocalTransform` for every entity with a
+/// `LocalTransform` (see the file comment for the rules), adding `WorldTransform` where it is
+/// missing. Returns the number of `WorldTransform` values written; an added one always counts,
+/// an existing one counts only when its value changed (bitwise).
+///
+/// Each entity is computed at most once per call, whatever the archetype or spawn order, with
+/// explicit work stacks (hierarchies of any depth; no recursion). On the first call every
+/// entity is computed. Later calls recompute only the subtrees (first-parent `ChildOf` links,
+/// followed through `world.children`) of the *dirty* entities, those whose
+///   - `LocalTransform` changed or was added since the previous call,
+///   - `WorldTransform` was written by someone else or added since then,
+///   - first parent changed (relate, unrelate, the parent's despawn), or
+///   - `LocalTransform` was removed while they kept their `WorldTransform`,
+/// and compute everything instead when many entities are dirty (over 1/8 of those with a
+/// `LocalTransform`). Not detected: removing both `LocalTransform` and `WorldTransform` from an
+/// entity that has children (the children keep their old world matrix until something else
+/// makes them or an ancestor dirty). A `WorldTransform` left on an entity without
+/// `LocalTransform` is neither updated nor removed.
+///
+/// Writes fire `on_set<WorldTransform>` observers (through `World::set`) when there are any;
+/// structural changes made by them are applied when the call ends. Meant to run once per frame,
+/// on the world's thread, outside `par_each`; called while the world iterates, the additions
+/// of `WorldTransform` are queued (those entities are written by the next call).
+///
+/// **Complexity.** O(E + D·s) where E is the number of entities with a `LocalTransform` or a
+/// `WorldTransform` (a scan of change ticks, 8 bytes per entity) and D·s the entities in the
+/// dirty subtrees (a matrix product and a few lookups each); O(A) in archetypes; a full call is
+/// one pass over the `LocalTransform` tables plus one lookup per parent.
+///
+/// @throws Error from the world (an `add` of `WorldTransform`, an observer), std::bad_alloc.
+/// Basic guarantee: after an exception, values already written stay written, and the next call
+/// sees every change since the last complete call.
+std::size_t propagate_transforms(World& world);
+
+namespace detail {
+/// How `propagate_transforms` chooses between recomputing the dirty subtrees and recomputing
+/// everything (tests run every rule in each mode). The first call always computes everything.
+enum class PropagationMode : unsigned char {
+    automatic,    ///< everything when over 1/8 of the entities with a LocalTransform are dirty
+    full,         ///< always everything
+    incremental,  ///< always the dirty subtrees only
+};
+/// Sets `world`'s mode (default `automatic`). May allocate the per-world state.
+void set_propagation_mode(World& world, PropagationMode mode);
+}  // namespace detail
+
+}  // namespace tessera
