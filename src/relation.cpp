@@ -162,13 +162,23 @@ public:
     }
 
     // ---- the hierarchy log ----
+    /// Room for `n` more entries. A log nobody empties stops at `max_log` entries: it is then
+    /// dropped and marked overflowed (its reader recomputes everything instead).
     void reserve_log(std::size_t n) {
-        if (logging_) log_.reserve(log_.size() + n);
+        if (!logging_ || overflowed_) return;
+        if (log_.size() + n > max_log) {
+            overflowed_ = true;
+            log_.clear();
+            return;
+        }
+        log_.reserve(log_.size() + n);
     }
     void log(const RelationType& type, Entity e) noexcept {
-        if (logging_ && type.hierarchy) log_.push_back(e);  // reserved
+        if (logging_ && !overflowed_ && type.hierarchy) log_.push_back(e);  // reserved
     }
+    static constexpr std::size_t max_log = std::size_t{1} << 16;
     bool logging_ = false;
+    bool overflowed_ = false;
     std::pmr::vector<Entity> log_;
 
     // ---- marks: an epoch per entity index ----
@@ -700,7 +710,15 @@ std::span<const Entity> hierarchy_changes(const Storage& s) noexcept {
 }
 
 void clear_hierarchy_changes(Storage& s) noexcept {
-    if (RelationIndex* index = s.relations()) index->log_.clear();
+    if (RelationIndex* index = s.relations()) {
+        index->log_.clear();
+        index->overflowed_ = false;
+    }
+}
+
+bool hierarchy_overflowed(const Storage& s) noexcept {
+    const RelationIndex* index = s.relations();
+    return index != nullptr && index->overflowed_;
 }
 
 // ------------------------------------------------------------------------------ storage

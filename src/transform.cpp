@@ -519,7 +519,8 @@ private:
                 }
             }
         }
-        // Entities whose first parent may have changed.
+        // Entities whose first parent may have changed (all of them, if the log overflowed).
+        if (hierarchy_overflowed(s_)) return false;
         for (const Entity e : hierarchy_changes(s_)) {
             if (dirty.size() >= limit) return false;
             if (s_.record(e) != nullptr) dirty.push_back(e);

@@ -259,6 +259,24 @@ TEST_P(TransformRule, ReparentingMovesTheSubtree) {
     EXPECT_TRUE(near(world_of(w, hand), translation(0, 2, 0)));
 }
 
+TEST_P(TransformRule, ReparentingPastTheHierarchyLogLimitIsStillSeen) {
+    // More re-parentings than the hierarchy log keeps (65,536) between two calls: the log is
+    // dropped and the next call recomputes everything.
+    const ts::Entity left = w.spawn(ts::LocalTransform{translation(-10, 0, 0)});
+    const ts::Entity right = w.spawn(ts::LocalTransform{translation(10, 0, 0)});
+    const ts::Entity arm = w.spawn(ts::LocalTransform{translation(0, 1, 0)});
+    w.relate(arm, ts::ChildOf{}, left);
+    ts::propagate_transforms(w);
+    for (int i = 0; i < 40001; ++i) {  // ends under `right`
+        w.unrelate<ts::ChildOf>(arm, i % 2 == 0 ? left : right);
+        w.relate(arm, ts::ChildOf{}, i % 2 == 0 ? right : left);
+    }
+    EXPECT_TRUE(ts::detail::hierarchy_overflowed(w.storage()));
+    EXPECT_EQ(ts::propagate_transforms(w), 1u);
+    EXPECT_TRUE(near(world_of(w, arm), translation(10, 1, 0)));
+    EXPECT_FALSE(ts::detail::hierarchy_overflowed(w.storage()));
+}
+
 TEST_P(TransformRule, DespawnedFirstParentHandsOverToTheNext) {
     const ts::Entity a = w.spawn(ts::LocalTransform{translation(1, 0, 0)});
     const ts::Entity b = w.spawn(ts::LocalTransform{translation(0, 1, 0)});

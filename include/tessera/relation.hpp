@@ -148,6 +148,9 @@ std::span<const Entity> sources(const Storage& s, ComponentId data, Entity targe
 void track_hierarchy(Storage& s);
 std::span<const Entity> hierarchy_changes(const Storage& s) noexcept;
 void clear_hierarchy_changes(Storage& s) noexcept;
+/// Whether the log was dropped since it was last cleared (it holds at most 65,536 entries):
+/// every entity may have changed then.
+bool hierarchy_overflowed(const Storage& s) noexcept;
 
 /// What a relation observer's callback receives through its value pointer.
 struct RelationEvent {
