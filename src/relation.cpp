@@ -171,7 +171,8 @@ public:
             log_.clear();
             return;
         }
-        log_.reserve(log_.size() + n);
+        if (log_.size() + n > log_.capacity())  // geometric: reserve(size + n) alone is O(n^2)
+            log_.reserve(std::max(log_.size() + n, log_.capacity() * 2));
     }
     void log(const RelationType& type, Entity e) noexcept {
         if (logging_ && !overflowed_ && type.hierarchy) log_.push_back(e);  // reserved

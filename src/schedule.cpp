@@ -327,13 +327,15 @@ void Schedule::Impl::check_resources(SystemEntry& s, const World& w, const char*
 
 void Schedule::Impl::run_one(SystemEntry& s, World& w, std::uint64_t tick, float dt, bool measure) {
     detail::Storage& storage = w.storage();
-    const std::uint64_t world_tick = storage.tick();
     const detail::SystemRun run{&w, &s.commands, dt, tick, s.last_tick, s.access.exclusive};
     const auto start =
         measure ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (s.takes_world) {
         // Its direct writes and immediate changes carry its own tick (it runs alone, or with
-        // systems that don't read the world's tick: a declared World& system).
+        // systems that never touch the world's tick: a declared World& system; two of those
+        // conflict through their "World (its tick)" pseudo-resource). Only World& systems read
+        // or write the tick here, so a parallel phase has no race on it.
+        const std::uint64_t world_tick = storage.tick();
         storage.set_tick(tick);
         struct Restore {
             detail::Storage& s;
