@@ -151,11 +151,6 @@ T* column(const Archetype& a, std::int32_t c) noexcept {
     return reinterpret_cast<T*>(a.columns[static_cast<std::uint32_t>(c)].data);
 }
 
-/// Whether row `row` of column `c` was changed after `since` (tick arrays exist: tracked).
-inline bool changed_after(const Column& c, std::uint32_t row, std::uint64_t since) noexcept {
-    return c.changed_at(row) > since;
-}
-
 /// One call of propagate_transforms.
 class Propagation {
 public:

@@ -182,7 +182,11 @@ public:
     /// until the next `send`, `emplace`, `update` or `clear`). Amortised O(1). Strong guarantee.
     template <class... Args>
     T& emplace(Args&&... args) {
-        return newer_.emplace_back(std::forward<Args>(args)...);
+        if constexpr (std::is_constructible_v<T, Args&&...>) {
+            return newer_.emplace_back(std::forward<Args>(args)...);
+        } else {  // an aggregate: brace it (compilers without parenthesised aggregate init)
+            return newer_.emplace_back(T{std::forward<Args>(args)...});
+        }
     }
 
     /// Drops the older buffer (destroying its events) and makes the newer one the older; the
