@@ -86,8 +86,9 @@ std::size_t CommandBuffer::apply(World& world, on_dead policy) {
                 break;
             case detail::Command::Kind::relate:
             case detail::Command::Kind::unrelate: {
-                const char* op = c->kind == detail::Command::Kind::relate ? "CommandBuffer::relate"
-                                                                         : "CommandBuffer::unrelate";
+                const char* op = c->kind == detail::Command::Kind::relate
+                                     ? "CommandBuffer::relate"
+                                     : "CommandBuffer::unrelate";
                 if (policy == on_dead::raise) {
                     if (!world.is_alive(e)) detail::throw_not_alive(op, e, c->id);
                     if (c->kind == detail::Command::Kind::relate && !world.is_alive(other))

@@ -132,10 +132,9 @@ struct Commit {
 };
 // The immediate forms (the queue applies commands through these). Each calls `commit` exactly
 // once unless it throws, and throws only before changing anything (observers aside).
-void relation_add(Storage& s, const RelationType& type, Entity e, Entity target,
-                  std::byte* value, Commit commit);
-bool relation_remove(Storage& s, const RelationType& type, Entity e, Entity target,
-                     Commit commit);
+void relation_add(Storage& s, const RelationType& type, Entity e, Entity target, std::byte* value,
+                  Commit commit);
+bool relation_remove(Storage& s, const RelationType& type, Entity e, Entity target, Commit commit);
 std::size_t relation_clear(Storage& s, const RelationType& type, Entity e, Commit commit);
 /// Despawns `e` and, for `ChildOf`, its children left without a living parent; removes every
 /// relation pointing at the despawned entities. False when `e` is not alive.

@@ -49,7 +49,8 @@ public:
     /// Room for `n` entities in all (strong guarantee: bad_alloc leaves the list as it was).
     void reserve(std::size_t n) {
         if (n <= capacity_) return;
-        const std::uint32_t cap = static_cast<std::uint32_t>(std::max<std::size_t>(n, capacity_ * 2u));
+        const std::uint32_t cap =
+            static_cast<std::uint32_t>(std::max<std::size_t>(n, capacity_ * 2u));
         auto* fresh = static_cast<Entity*>(mr_->allocate(cap * sizeof(Entity), alignof(Entity)));
         std::copy_n(data(), size_, fresh);
         if (capacity_ > 1) mr_->deallocate(heap_, capacity_ * sizeof(Entity), alignof(Entity));

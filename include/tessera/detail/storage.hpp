@@ -408,13 +408,14 @@ public:
     void end_defer_noexcept() noexcept;
     void flush();
     /// Applies the front command of `q` to `target` (its entity, or the entity a placeholder
-    /// stands for; `other` is a relate/unrelate's target, resolved likewise) and pops it; a `place` moves the pending `target` into the empty table and
-    /// also applies the `group` adds behind it, firing the spawn's observers once. Commands on
-    /// a dead target and removes of absent components are skipped. Returns how many commands
-    /// took effect and how many were skipped. A failure of the change itself (bad_alloc) leaves the
-    /// command queued and the world unchanged; an exception from an observer propagates after the
-    /// command was applied and popped. The commands of one call with several components (`group`)
-    /// apply together, firing observers as that call does when immediate.
+    /// stands for; `other` is a relate/unrelate's target, resolved likewise) and pops it; a `place`
+    /// moves the pending `target` into the empty table and also applies the `group` adds behind it,
+    /// firing the spawn's observers once. Commands on a dead target and removes of absent
+    /// components are skipped. Returns how many commands took effect and how many were skipped. A
+    /// failure of the change itself (bad_alloc) leaves the command queued and the world unchanged;
+    /// an exception from an observer propagates after the command was applied and popped. The
+    /// commands of one call with several components (`group`) apply together, firing observers as
+    /// that call does when immediate.
     Applied apply_front(CommandQueue& q, Entity target, Entity other = {});
     /// Adds (or replaces) `id` on live `e`, relocating the value at `value` into the table (the
     /// source is left destroyed). Throws like `prepare_add` before consuming the value. Returns
