@@ -6,12 +6,12 @@
 #include <tessera/relation.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
+#include <deque>
 #include <sstream>
 #include <string>
 #include <tuple>
-#include <array>
-#include <deque>
 
 namespace tessera::detail {
 
@@ -67,11 +67,7 @@ void construct_value(Storage& s, RowSlot slot, ComponentId id, std::byte* value)
         return;
     }
     Column& col = slot.archetype->columns[static_cast<std::uint32_t>(c)];
-    std::byte* dst = col.data + std::size_t{slot.row} * col.size;
-    if (col.relocate != nullptr)
-        col.relocate(dst, value, 1);
-    else
-        std::memcpy(dst, value, col.size);
+    col.relocate_in(col.data + std::size_t{slot.row} * col.size, value);
     s.stamp_added(slot, c);
 }
 
@@ -86,10 +82,7 @@ void replace_value(Storage& s, Entity e, ComponentId id, std::byte* value) noexc
     Column& col = loc.archetype->columns[static_cast<std::uint32_t>(loc.column)];
     std::byte* dst = col.data + std::size_t{loc.row} * col.size;
     if (col.destroy != nullptr) col.destroy(dst, 1);
-    if (col.relocate != nullptr)
-        col.relocate(dst, value, 1);
-    else
-        std::memcpy(dst, value, col.size);
+    col.relocate_in(dst, value);
     s.stamp_changed(*loc.archetype, loc.row, loc.column);
 }
 
@@ -315,9 +308,9 @@ private:
     std::uint32_t epoch_ = 0;
     std::pmr::vector<Entity> stack_;
     std::pmr::vector<Entity> down_;
-    std::pmr::vector<Entity> doomed_;       ///< a despawn's entities, breadth first
-    std::pmr::vector<std::uint32_t> pos_;   ///< by entity index: position in doomed_ (if marked)
-    std::pmr::vector<std::uint32_t> cur_;   ///< by entity index: a survivor's planned archetype
+    std::pmr::vector<Entity> doomed_;      ///< a despawn's entities, breadth first
+    std::pmr::vector<std::uint32_t> pos_;  ///< by entity index: position in doomed_ (if marked)
+    std::pmr::vector<std::uint32_t> cur_;  ///< by entity index: a survivor's planned archetype
     std::pmr::vector<Loss> losses_;
     std::pmr::vector<Move> moves_;
 };
@@ -410,7 +403,8 @@ void RelationIndex::pre(Storage& s, std::size_t step) {
     for (std::size_t k = 0; k < kinds_.size(); ++k) {
         const RelationType type = kinds_[k].type;
         if (const EntityList* list = targets_of(s, type.targets, x)) {
-            for (const Entity t : list->span()) deliver_relation(s, Event::unrelate, type.data, x, t);
+            for (const Entity t : list->span())
+                deliver_relation(s, Event::unrelate, type.data, x, t);
         }
     }
     const std::uint32_t from = s.record(x)->archetype;
@@ -449,7 +443,8 @@ void RelationIndex::mechanics(Storage& s, std::size_t step) noexcept {
             own->clear();
         }
     }
-    for (const Move& m : moves_at(step)) s.move_entity(m.source, *s.record(m.source), s.archetype(m.to));
+    for (const Move& m : moves_at(step))
+        s.move_entity(m.source, *s.record(m.source), s.archetype(m.to));
     s.despawn(x);
 }
 
@@ -492,8 +487,8 @@ bool despawn_related(Storage& s, Entity e) {
 
 // ------------------------------------------------------------------------ relate / unrelate
 
-void relation_add(Storage& s, const RelationType& type, Entity e, Entity target,
-                  std::byte* value, Commit commit) {
+void relation_add(Storage& s, const RelationType& type, Entity e, Entity target, std::byte* value,
+                  Commit commit) {
     constexpr const char* op = "World::relate";
     if (s.record(e) == nullptr) throw_dead(op, type, e, "entity");
     if (s.record(target) == nullptr) throw_dead(op, type, target, "target");
@@ -518,9 +513,7 @@ void relation_add(Storage& s, const RelationType& type, Entity e, Entity target,
         }
         commit();
         change(
-            s,
-            [] {},
-            [] {},
+            s, [] {}, [] {},
             [&] {
                 if (!component_info(type.data).is_tag()) deliver(s, Event::set, type.data, e);
                 if (!had) deliver_relation(s, Event::relate, type.data, e, target);
@@ -617,8 +610,7 @@ RelationIndex::Kind* kind_of(Storage& s, const RelationType& type) noexcept {
 
 }  // namespace
 
-bool relation_remove(Storage& s, const RelationType& type, Entity e, Entity target,
-                     Commit commit) {
+bool relation_remove(Storage& s, const RelationType& type, Entity e, Entity target, Commit commit) {
     if (s.record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
     RelationIndex::Kind* k = kind_of(s, type);
     if (k == nullptr) {

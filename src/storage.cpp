@@ -733,8 +733,8 @@ Applied Storage::apply_front(CommandQueue& q, Entity target, Entity other) {
                 drop();
                 return {0, 1};
             }
-            for (const Command& c : q.pending().subspan(1, std::min<std::size_t>(
-                                                               cmd.group, q.pending().size() - 1))) {
+            for (const Command& c :
+                 q.pending().subspan(1, std::min<std::size_t>(cmd.group, q.pending().size() - 1))) {
                 check_plain({&c.id, 1}, "World::spawn");  // before anything is placed
             }
             Archetype& empty = *archetypes_[empty_archetype];
@@ -825,7 +825,8 @@ Applied Storage::apply_front(CommandQueue& q, Entity target, Entity other) {
             try {
                 relation_add(*this, *cmd.relation, target, other, cmd.value, pop);
             } catch (const Error& error) {
-                if (error.code() == errc::hierarchy_cycle) drop();  // dropped, reported by the caller
+                if (error.code() == errc::hierarchy_cycle)
+                    drop();  // dropped, reported by the caller
                 throw;
             }
             return {1, 0};
@@ -847,10 +848,7 @@ bool Storage::add_value(Entity e, ComponentId id, std::byte* value, const char* 
     Column& column = slot.archetype->columns[static_cast<std::uint32_t>(col)];
     std::byte* dst = column.data + std::size_t{slot.row} * column.size;
     if (existed && column.destroy != nullptr) column.destroy(dst, 1);
-    if (column.relocate != nullptr)
-        column.relocate(dst, value, 1);
-    else
-        std::memcpy(dst, value, column.size);
+    column.relocate_in(dst, value);
     if (existed)
         stamp_changed(*slot.archetype, slot.row, col);
     else

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <memory_resource>
 #include <span>
@@ -53,6 +54,15 @@ struct Column {
     /// O(1) here instead of writing each row. Rows leaving the table take the larger of the
     /// two; before an older row enters, it is folded into the rows (see `Storage::settle`).
     std::uint64_t stamped = 0;
+
+    /// Moves the value at `src` into the uninitialised `dst` (a slot of this column), leaving
+    /// `src` destroyed.
+    void relocate_in(std::byte* dst, std::byte* src) const noexcept {
+        if (relocate != nullptr)
+            relocate(dst, src, 1);
+        else
+            std::memcpy(dst, src, size);
+    }
 
     /// The changed tick of `row` (tick arrays must exist).
     [[nodiscard]] std::uint64_t changed_at(std::uint32_t row) const noexcept {
