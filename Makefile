@@ -90,7 +90,7 @@ bench: deps
 	    $(if $(BENCH_FILTER),'--benchmark_filter=$(BENCH_FILTER)') $(BENCH_ARGS)
 	setarch -R ./$(BENCH_BIN) --tessera-heap=warm --benchmark_repetitions=5 \
 	    --benchmark_report_aggregates_only=true --benchmark_out=$(BENCH_WARM_JSON) \
-	    --benchmark_out_format=json '--benchmark_filter=^(create|create_batch|destroy)/' $(BENCH_ARGS)
+	    --benchmark_out_format=json '--benchmark_filter=^(create|create_batch|destroy|clone|snapshot_binary)/' $(BENCH_ARGS)
 	python3 tools/bench_report.py $(BENCH_JSON) docs/benchmarks.md --warm $(BENCH_WARM_JSON)
 
 format: deps

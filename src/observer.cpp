@@ -230,6 +230,21 @@ public:
         return !enter_.empty() || !exit_.empty();
     }
 
+    /// Recomputes which components and archetypes take the observed path.
+    void refresh() noexcept {
+        auto live = [](const auto& list) {
+            return std::any_of(list.begin(), list.end(), [](const auto& e) { return e.id != 0; });
+        };
+        const bool all = live(spawn_) || live(despawn_) || live(enter_) || live(exit_);
+        std::size_t n = 0;
+        for (const auto& lists : typed_) n = std::max(n, lists.size());
+        by_id_.assign(n, 0);  // capacity kept: no throw after the first subscriptions
+        for (const auto& lists : typed_) {
+            for (std::size_t i = 0; i < lists.size(); ++i) by_id_[i] |= live(lists[i]) ? 1 : 0;
+        }
+        storage_->set_observation(live_ != 0, all, by_id_);
+    }
+
 private:
     /// Marks a delivery in progress (functors of unsubscribed entries are freed after it).
     class Delivery {
@@ -251,20 +266,6 @@ private:
         return next_id_++;
     }
 
-    /// Recomputes which components and archetypes take the observed path.
-    void refresh() noexcept {
-        auto live = [](const auto& list) {
-            return std::any_of(list.begin(), list.end(), [](const auto& e) { return e.id != 0; });
-        };
-        const bool all = live(spawn_) || live(despawn_) || live(enter_) || live(exit_);
-        std::size_t n = 0;
-        for (const auto& lists : typed_) n = std::max(n, lists.size());
-        by_id_.assign(n, 0);  // capacity kept: no throw after the first subscriptions
-        for (const auto& lists : typed_) {
-            for (std::size_t i = 0; i < lists.size(); ++i) by_id_[i] |= live(lists[i]) ? 1 : 0;
-        }
-        storage_->set_observation(live_ != 0, all, by_id_);
-    }
 
     [[nodiscard]] bool matches(const QueryEntry& q, std::uint32_t archetype) const noexcept {
         // Neither the free-slot sentinel nor the table of not-yet-placed entities matches.
@@ -427,6 +428,13 @@ void notify_added(Storage& s, Entity e, std::uint32_t from, std::span<const Comp
             }
         },
         no_finish);
+}
+
+void refresh_observation(Storage& s) noexcept {
+    if (ObserverRegistry* r = s.observers())
+        r->refresh();
+    else
+        s.set_observation(false, false, {});
 }
 
 void notify_set(Storage& s, Entity e, ComponentId id) {

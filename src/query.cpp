@@ -32,6 +32,11 @@ void World::collect_chunks(const QuerySpec& spec, std::vector<Chunk>& out) {
 namespace detail {
 
 std::span<const std::uint32_t> QueryState::update() {
+    if (epoch_ != storage_->layout_epoch()) {  // the world was restored or loaded: re-match
+        matched_.clear();
+        seen_ = 0;
+        epoch_ = storage_->layout_epoch();
+    }
     const std::size_t total = storage_->archetype_slots();
     if (seen_ == 0) seen_ = 1;  // skip the sentinel
     for (; seen_ < total; ++seen_) {

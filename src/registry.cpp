@@ -4,13 +4,18 @@
 // move, so `component_info(id)` reads without a lock while another thread registers.
 #include <tessera/component.hpp>
 #include <tessera/detail/storage.hpp>
+#include <tessera/dynamic.hpp>
 #include <tessera/error.hpp>
+#include <tessera/reflect.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <tuple>
+#include <vector>
 #include <string>
 #include <typeinfo>
 #include <unordered_map>
@@ -31,7 +36,19 @@ struct Registry {
     // Types without linkage by the address of their type_info: std::type_index equality would
     // compare mangled names on clang, which are equal for two `{anonymous}::Label`s.
     std::unordered_map<const std::type_info*, std::uint32_t> by_type;
+    // Every component by readable name (ambiguous_id when several C++ types share one).
+    std::unordered_map<std::string, std::uint32_t> by_readable;
+    // Runtime components: their schemas, owned here (records never die).
+    struct Runtime {
+        std::deque<std::string> field_names;
+        std::vector<FieldInfo> fields;
+        Schema schema;
+        ComponentOptions options;
+    };
+    std::deque<Runtime> runtimes;
 };
+
+constexpr std::uint32_t ambiguous_id = 0xFFFFFFFEu;
 
 Registry& registry() {
     // Never destroyed: worlds and components may outlive static destruction order.
@@ -54,6 +71,49 @@ bool has_linkage(const std::type_info& type, std::string_view name) {
 
 std::string layout(std::uint32_t size, std::uint32_t alignment) {
     return "size " + std::to_string(size) + ", alignment " + std::to_string(alignment);
+}
+
+// Assigns the next id to `info` (named `name`), after `index(id)` recorded it in the caller's
+// map; a failure changes nothing. The registry mutex is held.
+template <class Index>
+ComponentId publish(Registry& r, const ComponentInfo& info_in, std::string_view name, Index&& index) {
+    const std::uint32_t id = r.count.load(std::memory_order_relaxed);
+    const std::size_t chunk = id >> chunk_bits;
+    if (chunk >= max_chunks) {
+        throw Error(errc::limit_exceeded,
+                    "component_id<" + std::string(name) + ">: the process has used all " +
+                        std::to_string(max_chunks * chunk_size) + " component ids");
+    }
+    if (r.chunks[chunk].load(std::memory_order_relaxed) == nullptr) {
+        r.chunks[chunk].store(new ComponentInfo[chunk_size], std::memory_order_release);
+    }
+    const std::string& stored = r.names.emplace_back(name);
+    std::unordered_map<std::string, std::uint32_t>::iterator it;
+    bool fresh = false;
+    try {
+        std::tie(it, fresh) = r.by_readable.try_emplace(stored, id);
+    } catch (...) {
+        r.names.pop_back();
+        throw;
+    }
+    const std::uint32_t previous = it->second;
+    if (!fresh) it->second = ambiguous_id;
+    try {
+        index(id);
+    } catch (...) {
+        if (fresh)
+            r.by_readable.erase(it);
+        else
+            it->second = previous;
+        r.names.pop_back();
+        throw;
+    }
+    ComponentInfo& info = r.chunks[chunk].load(std::memory_order_relaxed)[id & (chunk_size - 1)];
+    info = info_in;
+    info.id = ComponentId{id};
+    info.name = stored;
+    r.count.store(id + 1, std::memory_order_release);
+    return ComponentId{id};
 }
 
 }  // namespace
@@ -82,32 +142,138 @@ ComponentId register_type(const TypeDescriptor& d) {
     } else if (auto it = r.by_type.find(d.type); it != r.by_type.end()) {
         return ComponentId{it->second};
     }
-    const std::uint32_t id = r.count.load(std::memory_order_relaxed);
-    const std::size_t chunk = id >> chunk_bits;
-    if (chunk >= max_chunks) {
-        throw Error(errc::limit_exceeded,
-                    "component_id<" + std::string(d.name) + ">: the process has used all " +
-                        std::to_string(max_chunks * chunk_size) + " component ids");
-    }
-    if (r.chunks[chunk].load(std::memory_order_relaxed) == nullptr) {
-        r.chunks[chunk].store(new ComponentInfo[chunk_size], std::memory_order_release);
-    }
-    const std::string& name = r.names.emplace_back(d.name);
-    try {
+    return publish(r, d.info, d.name, [&](std::uint32_t id) {
         if (keyed_by_name)
             r.by_name.emplace(key, id);
         else
             r.by_type.emplace(d.type, id);
+    });
+}
+
+namespace {
+bool runtime_type(Field f) noexcept {
+    return f <= Field::str;
+}
+
+// Throws invalid_argument for a definition no world can hold.
+void check_definition(std::string_view name, std::span<const FieldDef> fields,
+                      const ComponentOptions& options) {
+    auto fail = [&](const std::string& why) {
+        throw Error(errc::invalid_argument,
+                    "World::component(\"" + std::string(name) + "\"): " + why);
+    };
+    if (name.empty()) fail("a component needs a name");
+    if (fields.size() > 1024) fail("more than 1024 fields");
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        const FieldDef& f = fields[i];
+        if (f.name.empty()) fail("field " + std::to_string(i) + " has no name");
+        if (!runtime_type(f.type)) {
+            fail("field '" + std::string(f.name) + "' has type " + std::string(to_string(f.type)) +
+                 ", which only reflected C++ structs can hold (runtime fields are f32 f64 i8 i16 "
+                 "i32 u8 u16 u32 boolean str)");
+        }
+        if (f.name.find_first_of(".[]") != std::string_view::npos)
+            fail("field name '" + std::string(f.name) + "' contains '.', '[' or ']'");
+        for (std::size_t j = 0; j < i; ++j) {
+            if (fields[j].name == f.name) fail("field '" + std::string(f.name) + "' appears twice");
+        }
+    }
+    if (fields.empty() && options.enableable) fail("a tag (no fields) can't be enableable");
+}
+
+bool same_definition(const Registry::Runtime& known, std::span<const FieldDef> fields,
+                     const ComponentOptions& options) noexcept {
+    if (known.fields.size() != fields.size() || known.options.enableable != options.enableable ||
+        known.options.track_changes != options.track_changes) {
+        return false;
+    }
+    for (std::size_t i = 0; i < fields.size(); ++i) {
+        if (known.fields[i].name != fields[i].name || known.fields[i].type != fields[i].type)
+            return false;
+    }
+    return true;
+}
+
+std::string describe_definition(std::span<const FieldInfo> fields, const ComponentOptions& o) {
+    std::string out = "{";
+    for (const FieldInfo& f : fields) {
+        if (out.size() > 1) out += ", ";
+        out += std::string(f.name) + ": " + std::string(to_string(f.type));
+    }
+    out += "}";
+    if (o.enableable) out += " enableable";
+    if (!o.track_changes) out += " untracked";
+    return out;
+}
+}  // namespace
+
+ComponentId register_runtime(std::string_view name, std::span<const FieldDef> fields,
+                             const ComponentOptions& options) {
+    check_definition(name, fields, options);
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    const std::string key(name);
+    if (auto it = r.by_readable.find(key); it != r.by_readable.end()) {
+        const ComponentInfo* known =
+            it->second == ambiguous_id ? nullptr : &component_info(ComponentId{it->second});
+        for (const Registry::Runtime& rt : r.runtimes) {
+            if (known == nullptr || known->schema != &rt.schema) continue;
+            if (same_definition(rt, fields, options)) return known->id;
+            std::vector<FieldInfo> asked;
+            for (const FieldDef& f : fields) asked.push_back(FieldInfo{f.name, f.type});
+            throw Error(errc::type_conflict,
+                        "World::component(\"" + key + "\"): already defined as " +
+                            describe_definition(rt.fields, rt.options) + "; this definition is " +
+                            describe_definition(asked, options));
+        }
+        throw Error(errc::type_conflict, "World::component(\"" + key +
+                                             "\"): the name is already a C++ component type's");
+    }
+    // The layout of a C struct: each field at its natural alignment, in order. The record is
+    // filled in place (the field names are viewed where they live).
+    Registry::Runtime& rt = r.runtimes.emplace_back();
+    try {
+        rt.options = options;
+        std::uint32_t offset = 0;
+        std::uint32_t align = 1;
+        for (const FieldDef& f : fields) {
+            const auto size = static_cast<std::uint32_t>(field_size(f.type));
+            offset = (offset + size - 1) / size * size;
+            FieldInfo fi;
+            fi.name = rt.field_names.emplace_back(f.name);
+            fi.type = f.type;
+            fi.offset = offset;
+            fi.stride = size;
+            rt.fields.push_back(fi);
+            offset += size;
+            align = std::max(align, size);
+        }
+        ComponentInfo info;
+        info.size = (offset + align - 1) / align * align;
+        info.alignment = align;
+        info.trivially_relocatable = true;
+        info.trivially_copyable = true;
+        info.zero_init = true;
+        info.enableable = options.enableable;
+        info.track_changes = options.track_changes;
+        rt.schema.fields = rt.fields;
+        rt.schema.size = info.size;
+        info.schema = &rt.schema;
+        const ComponentId id = publish(r, info, name, [](std::uint32_t) {});
+        rt.schema.name = component_info(id).name;
+        return id;
     } catch (...) {
-        r.names.pop_back();
+        r.runtimes.pop_back();
         throw;
     }
-    ComponentInfo& info = r.chunks[chunk].load(std::memory_order_relaxed)[id & (chunk_size - 1)];
-    info = d.info;
-    info.id = ComponentId{id};
-    info.name = name;
-    r.count.store(id + 1, std::memory_order_release);
-    return ComponentId{id};
+}
+
+ComponentId find_component(std::string_view name) {
+    Registry& r = registry();
+    std::lock_guard lock(r.mutex);
+    const auto it = r.by_readable.find(std::string(name));
+    if (it == r.by_readable.end() || it->second == ambiguous_id) return {};
+    return ComponentId{it->second};
 }
 
 std::uint32_t next_bundle_id() noexcept {

@@ -259,6 +259,19 @@ public:
 
     bool despawn(Storage& s, Entity root);
 
+    /// Copies `src`'s kinds and reverse lists (not its scratch or its hierarchy log) into this
+    /// empty index. May throw bad_alloc.
+    void copy_kinds(const RelationIndex& src) {
+        for (const Kind& k : src.kinds_) {
+            Kind& copy = kinds_.emplace_back(Kind{k.type, std::pmr::vector<EntityList>(mr_)});
+            copy.sources.reserve(k.sources.size());
+            for (const EntityList& list : k.sources) copy.sources.emplace_back(list, mr_);
+        }
+        by_id_.assign(src.by_id_.begin(), src.by_id_.end());
+    }
+    /// The kinds, for whole-world readers.
+    [[nodiscard]] const std::pmr::deque<Kind>& kinds() const noexcept { return kinds_; }
+
 private:
     /// A relation a survivor of a despawn loses: its relation of kind `kind` loses a target,
     /// the doomed entity at position `step` (planning scratch).
@@ -727,6 +740,32 @@ RelationIndex& Storage::relation_index() {
         }
     }
     return *relations_;
+}
+
+std::vector<RelationKindView> relation_kinds(const Storage& s) {
+    std::vector<RelationKindView> out;
+    if (s.relations() == nullptr) return out;
+    for (const RelationIndex::Kind& k : s.relations()->kinds())
+        out.push_back(RelationKindView{&k.type, k.sources});
+    return out;
+}
+
+void register_relation(Storage& s, const RelationType& type, const char* op) {
+    s.relation_index().kind_for(s, type, op);
+}
+
+void set_sources(Storage& s, const RelationType& type, std::uint32_t target,
+                 std::span<const Entity> sources) {
+    RelationIndex& index = s.relation_index();
+    EntityList& list = index.sources_at(*index.find(type.data), target);
+    list.reserve(sources.size());
+    for (const Entity e : sources) list.push_back(e);
+}
+
+RelationIndex* clone_relation_index(const RelationIndex& src, Storage& dst) {
+    RelationIndex& copy = dst.relation_index();
+    copy.copy_kinds(src);
+    return &copy;
 }
 
 void destroy_relation_index(RelationIndex* index) noexcept {

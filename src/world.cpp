@@ -7,39 +7,42 @@
 namespace tessera {
 
 namespace {
-detail::Storage* make_storage(std::pmr::memory_resource* mr) {
-    void* mem = mr->allocate(sizeof(detail::Storage), alignof(detail::Storage));
-    try {
-        return ::new (mem) detail::Storage(mr);
-    } catch (...) {
-        mr->deallocate(mem, sizeof(detail::Storage), alignof(detail::Storage));
-        throw;
-    }
-}
 void free_resources(detail::ResourceMap* r) noexcept {
     if (r == nullptr) return;
     std::pmr::memory_resource* mr = r->resource();
     r->~ResourceMap();
     mr->deallocate(r, sizeof(detail::ResourceMap), alignof(detail::ResourceMap));
 }
-void free_storage(detail::Storage* s) noexcept {
+}  // namespace
+
+namespace detail {
+Storage* new_storage(std::pmr::memory_resource* mr) {
+    void* mem = mr->allocate(sizeof(Storage), alignof(Storage));
+    try {
+        return ::new (mem) Storage(mr);
+    } catch (...) {
+        mr->deallocate(mem, sizeof(Storage), alignof(Storage));
+        throw;
+    }
+}
+void delete_storage(Storage* s) noexcept {
     if (s == nullptr) return;
     std::pmr::memory_resource* mr = s->resource();
     s->~Storage();
-    mr->deallocate(s, sizeof(detail::Storage), alignof(detail::Storage));
+    mr->deallocate(s, sizeof(Storage), alignof(Storage));
 }
-}  // namespace
+}  // namespace detail
 
 World::World() : World(std::pmr::get_default_resource()) {}
 
 World::World(std::pmr::memory_resource* resource)
-    : storage_(make_storage(resource != nullptr ? resource : std::pmr::get_default_resource())) {
+    : storage_(detail::new_storage(resource != nullptr ? resource : std::pmr::get_default_resource())) {
     storage_->set_owner(this);
 }
 
 World::~World() {
     free_resources(resources_);
-    free_storage(storage_);
+    detail::delete_storage(storage_);
 }
 
 World::World(World&& other) noexcept
@@ -51,7 +54,7 @@ World::World(World&& other) noexcept
 World& World::operator=(World&& other) noexcept {
     if (this != &other) {
         free_resources(resources_);
-        free_storage(storage_);
+        detail::delete_storage(storage_);
         storage_ = std::exchange(other.storage_, nullptr);
         resources_ = std::exchange(other.resources_, nullptr);
         if (storage_ != nullptr) storage_->set_owner(this);

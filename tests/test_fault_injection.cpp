@@ -5,6 +5,8 @@
 // comes from the world's memory resource, so destroying the world returns every byte.
 #include <tessera/tessera.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -148,6 +150,19 @@ struct Counted {
     }
     bool operator==(const Counted& o) const { return v == o.v; }
 };
+
+}  // namespace
+
+// Field metadata, so that save/load and to_json/from_json can run in the script.
+TESSERA_REFLECT(A, v)
+TESSERA_REFLECT(B, x, y)
+TESSERA_REFLECT(Label, s)
+TESSERA_REFLECT(Late, v)
+TESSERA_REFLECT(Rope, s)
+TESSERA_REFLECT(Wide, v)
+TESSERA_REFLECT(Counted, v)
+
+namespace {
 
 std::string long_text(int i) {
     return "a label long enough to live on the heap, number " + std::to_string(i);
@@ -301,6 +316,28 @@ std::vector<Step> script() {
                  }});
     s.push_back({"unrelate<ChildOf>(e3) all", [](World& w, Ctx& c) {
                      EXPECT_EQ(w.unrelate<tessera::ChildOf>(c.e[3]), 1u);
+                 }});
+    // Whole-world copies: a failed copy leaves the world and leaks nothing; a restore is all or
+    // nothing.
+    s.push_back({"clone", [](World& w, Ctx&) {
+                     const World copy = w.clone();
+                     EXPECT_EQ(copy.count(), w.count());
+                 }});
+    s.push_back({"snapshot then restore", [](World& w, Ctx&) {
+                     const tessera::Snapshot snap = w.snapshot();
+                     w.restore(snap);
+                 }});
+    s.push_back({"save then load into another world", [](World& w, Ctx&) {
+                     const std::vector<std::byte> bytes = tessera::save(w);
+                     World other(w.memory_resource());
+                     tessera::load(bytes, other);
+                     EXPECT_EQ(tessera::state_hash(other), tessera::state_hash(w));
+                 }});
+    s.push_back({"to_json then from_json into another world", [](World& w, Ctx&) {
+                     const nlohmann::json j = tessera::to_json(w);
+                     World other(w.memory_resource());
+                     tessera::from_json(j, other);
+                     EXPECT_EQ(tessera::state_hash(other), tessera::state_hash(w));
                  }});
     return s;
 }

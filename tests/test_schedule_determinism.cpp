@@ -88,7 +88,7 @@ struct Hash {
 };
 
 // Every live entity (by handle) and all its component values, then the resources.
-std::uint64_t state_hash(const ts::World& world) {
+std::uint64_t world_digest(const ts::World& world) {
     std::vector<ts::Entity> all = world.entities();
     std::sort(all.begin(), all.end());
     Hash h;
@@ -255,7 +255,7 @@ Outcome simulate(int workers) {
     Outcome out;
     for (int frame = 1; frame <= frames; ++frame) {
         s.run(world, arena);
-        if (frame % 25 == 0) out.checkpoints.push_back(state_hash(world));
+        if (frame % 25 == 0) out.checkpoints.push_back(world_digest(world));
     }
     out.entities = world.count();
     for (const ts::Entity e : world.entities()) out.frozen += world.has<Frozen>(e) ? 1 : 0;

@@ -53,6 +53,11 @@ RATIO_TARGETS: dict[str, float] = {
     # Transforms: a full propagate_transforms over a 100,000-entity forest within 1.5x of the
     # array recurrence world[i] = world[parent[i]] * local[i].
     "propagate/tessera": 1.5,
+    # Snapshots and clones (issue 7): World::clone of 1,000,000 entities (Pos+Vel, a std::string
+    # label on 1%) within 1.5x of allocating and memcpy-ing the same arrays; a binary save + load
+    # within 3x of memcpy-ing the same bytes out to a buffer and back into fresh arrays.
+    "clone/tessera": 1.5,
+    "snapshot_binary/tessera": 3.0,
 }
 
 # Relative targets: at most this many times the median of another variant of the same scenario
@@ -81,6 +86,11 @@ NO_TARGET: set[str] = {
     "frame_overhead/tessera_par_always",
     # Transforms: the cost of a call when nothing changed (the change-tick scan).
     "propagate/tessera_none",
+    # Snapshots and clones: the parts and relatives of clone and save + load, for reference.
+    "clone/tessera_snapshot",
+    "clone/tessera_restore",
+    "snapshot_binary/tessera_save",
+    "snapshot_binary/tessera_load",
 }
 
 # Scenario groups: one table each, in this order; scenarios not listed go to "other".
@@ -91,6 +101,7 @@ GROUPS: list[tuple[str, list[str]]] = [
     ("Iteration", ["iter_simple", "iter_frag", "heavy_compute"]),
     ("Schedules", ["schedule", "frame_overhead"]),
     ("Hierarchy and transforms", ["propagate"]),
+    ("Snapshots and clones", ["clone", "snapshot_binary"]),
 ]
 
 MEMORY_SCENARIOS = {"memory"}

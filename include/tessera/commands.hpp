@@ -72,6 +72,13 @@ public:
         (std::index_sequence_for<Ts...>{});
     }
 
+    /// Records adding component `id` value-initialised (runtime components: all fields zero).
+    /// @throws Error(not_registered) for an id no component has, Error(invalid_argument) when
+    /// the type is not default constructible (both while recording).
+    void add(Entity e, ComponentId id);
+    /// Records removing component `id` from `e`. @throws Error(not_registered).
+    void remove(Entity e, ComponentId id);
+
     /// Records despawning `e`. Despawning an entity that is dead by then is skipped.
     void despawn(Entity e);
 

@@ -34,6 +34,16 @@ struct ComponentId {
 template <class T>
 struct component_traits {};
 
+struct Schema;
+namespace detail {
+struct RelationType;
+}
+
+/// Field metadata of `T`, specialised by `TESSERA_REFLECT(T, fields...)` (reflect.hpp) with a
+/// `static const Schema& schema()`. Unspecialised: `T` is not reflected.
+template <class T>
+struct reflect {};
+
 /// What the untyped core knows about a component: layout, lifetime hooks, name and options.
 /// Records are owned by the process-wide registry and never move or die.
 struct ComponentInfo {
@@ -44,6 +54,14 @@ struct ComponentInfo {
     bool trivially_relocatable = false;  ///< moved with memcpy, never destroyed
     bool enableable = false;             ///< component_traits<T>::enableable
     bool track_changes = true;           ///< component_traits<T>::track_changes
+    /// Copied with memcpy (trivially copyable and copy constructible; runtime components).
+    bool trivially_copyable = false;
+    /// A value-initialised value is all zero bytes and `construct` is null (runtime components).
+    bool zero_init = false;
+    /// The fields (reflected C++ structs and runtime components); null when unknown.
+    const Schema* schema = nullptr;
+    /// For a relation's `Targets<R>`: the relation's description (relation.hpp).
+    const detail::RelationType& (*relation)() = nullptr;
     /// Move-constructs `n` values from `src` into uninitialised `dst`, then destroys the `src`
     /// values. Ranges don't overlap.
     void (*relocate)(void* dst, void* src, std::size_t n) noexcept = nullptr;
@@ -58,6 +76,34 @@ struct ComponentInfo {
 
     /// Whether the type takes no column bytes.
     [[nodiscard]] bool is_tag() const noexcept { return size == 0; }
+    /// Whether a value can be value-initialised (`construct_value`).
+    [[nodiscard]] bool constructible() const noexcept { return zero_init || construct != nullptr; }
+    /// Whether values can be copied (`copy_values`).
+    [[nodiscard]] bool copyable() const noexcept { return trivially_copyable || copy != nullptr; }
+    /// Value-initialises the value at `p`. Precondition: `constructible()`.
+    void construct_value(void* p) const {
+        if (construct != nullptr)
+            construct(p);
+        else if (size != 0)
+            __builtin_memset(p, 0, size);
+    }
+    /// Copy-constructs `n` values from `src` into uninitialised `dst`; when a copy throws, the
+    /// ones made are destroyed and the exception propagates. Precondition: `copyable()`.
+    void copy_values(void* dst, const void* src, std::size_t n) const {
+        if (trivially_copyable) {
+            if (n != 0 && size != 0) __builtin_memcpy(dst, src, n * size);
+            return;
+        }
+        std::size_t i = 0;
+        try {
+            for (; i < n; ++i)
+                copy(static_cast<std::byte*>(dst) + i * size,
+                     static_cast<const std::byte*>(src) + i * size);
+        } catch (...) {
+            if (destroy != nullptr) destroy(dst, i);
+            throw;
+        }
+    }
 };
 
 /// A C++ type usable as a component: an object type (not a reference, not cv-qualified,
@@ -68,6 +114,12 @@ concept Component =
     std::is_nothrow_move_constructible_v<T> && std::is_nothrow_destructible_v<T>;
 
 namespace detail {
+
+/// Whether `T` is described by `TESSERA_REFLECT`.
+template <class T>
+concept reflected = requires {
+    { reflect<T>::schema() } -> std::same_as<const Schema&>;
+};
 
 template <class T>
 concept has_enableable = requires {
@@ -146,6 +198,10 @@ TypeDescriptor describe() {
     info.size = std::is_empty_v<T> ? 0u : static_cast<std::uint32_t>(sizeof(T));
     info.alignment = static_cast<std::uint32_t>(alignof(T));
     info.trivially_relocatable = std::is_trivially_copyable_v<T> || std::is_empty_v<T>;
+    info.trivially_copyable =
+        (std::is_trivially_copyable_v<T> && std::is_copy_constructible_v<T>) || std::is_empty_v<T>;
+    if constexpr (reflected<T>) info.schema = &reflect<T>::schema();
+    if constexpr (requires { T::tessera_relation(); }) info.relation = &T::tessera_relation;
     info.enableable = enableable_v<T>;
     info.track_changes = track_changes_v<T>;
     if (!info.trivially_relocatable) info.relocate = &relocate_fn<T>;

@@ -127,6 +127,29 @@ public:
         return tick_of<T>(row, true) > tick;
     }
 
+    /// Whether the chunk's entities have component `id` (tags included).
+    [[nodiscard]] bool has(ComponentId id) const noexcept { return archetype_->contains(id); }
+    /// The raw column of component `id` (`count()` values of `component_info(id).size` bytes
+    /// each; a field lives at its `FieldInfo::offset` in each value), or null when absent or a
+    /// tag. Writing through it stamps nothing: call `mark_changed(id, row)`.
+    [[nodiscard]] std::byte* column_bytes(ComponentId id) const noexcept {
+        return storage_->column_data(id, archetype_->index);
+    }
+    /// The enable flags of component `id` (one byte per row), or null when absent or not
+    /// enableable.
+    [[nodiscard]] const std::uint8_t* enabled(ComponentId id) const noexcept {
+        const std::int32_t c = archetype_->slot(id);
+        return c < 0 ? nullptr : archetype_->columns[static_cast<std::uint32_t>(c)].enabled;
+    }
+    /// Stamps the changed tick of component `id` at `row` (when tracked).
+    void mark_changed(ComponentId id, std::size_t row) const noexcept {
+        const std::int32_t c = archetype_->slot(id);
+        if (c >= 0) {
+            detail::Storage::stamp_changed(*archetype_, static_cast<std::uint32_t>(row), c,
+                                           tick_ != 0 ? tick_ : storage_->tick());
+        }
+    }
+
     /// The table behind the chunk, for the library's own modules.
     [[nodiscard]] detail::Archetype& archetype() const noexcept { return *archetype_; }
 
@@ -211,6 +234,7 @@ private:
     std::pmr::vector<std::uint32_t> matched_;
     std::pmr::vector<ChangeFilter> filters_;
     std::size_t seen_ = 0;          ///< archetypes examined so far
+    std::uint64_t epoch_ = 0;       ///< the storage's layout epoch `matched_` belongs to
     std::uint64_t last_run_ = 0;    ///< tick at the end of the previous run
     std::uint64_t run_since_ = 0;   ///< last_run_ as of this run's start
     std::uint64_t write_tick_ = 0;  ///< set by a system run; 0 = the world's tick

@@ -82,6 +82,9 @@ public:
     using detail::EntityList::front;
     operator std::span<const Entity>() const noexcept { return span(); }  // NOLINT
 
+    /// The relation these are the targets of (for the untyped core: snapshots).
+    static const detail::RelationType& tessera_relation();
+
 private:
     friend struct detail::RelationAccess;
     friend class World;
@@ -113,6 +116,15 @@ const RelationType& relation_type() {
                                    std::is_same_v<R, ChildOf>, &RelationAccess::make<R>};
     return type;
 }
+
+}  // namespace detail
+
+template <class R>
+const detail::RelationType& Targets<R>::tessera_relation() {
+    return detail::relation_type<R>();
+}
+
+namespace detail {
 
 // The untyped core (src/relation.cpp). `value` points at an R (ignored for tags) that the call
 // relocates into the world on success; on an exception it is left as it was. These queue the

@@ -8,8 +8,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory_resource>
 #include <span>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -19,7 +21,14 @@ namespace tessera {
 namespace detail {
 class Storage;
 class ResourceMap;
+struct FieldRef;
 }  // namespace detail
+
+class StringTable;
+struct FieldDef;
+struct ComponentOptions;
+class DynamicQuery;
+class Snapshot;
 
 /// Entity lifetimes (moecs): a permanent entity lives as long as the world.
 enum class Lifetime : std::uint8_t {
@@ -207,6 +216,87 @@ public:
     template <class T>
     ComponentId register_component();
 
+    // ----- runtime components (dynamic.hpp) -----
+
+    /// Defines (or finds) the runtime component `name` with fields `schema` (runtime types
+    /// `f32` ... `str`; an empty schema makes a tag) and records it in this world; returns its
+    /// id, valid in every world. Defining a name again with the same schema and options returns
+    /// the same id. @throws Error(type_conflict) when `name` is already defined differently (or
+    /// names a C++ component), Error(invalid_argument) for an empty or repeated field name, a
+    /// type runtime schemas can't hold, or an enableable tag.
+    ComponentId component(std::string_view name, std::initializer_list<FieldDef> schema = {});
+    ComponentId component(std::string_view name, std::initializer_list<FieldDef> schema,
+                          const ComponentOptions& options);
+    ComponentId component(std::string_view name, std::span<const FieldDef> schema,
+                          const ComponentOptions& options);
+    /// The world's interned strings (`str` fields).
+    [[nodiscard]] StringTable& strings();
+    [[nodiscard]] const StringTable& strings() const;
+    /// Adds component `id` to `e` value-initialised (runtime components: all fields zero), or
+    /// resets it when present. Deferred and observed like `add<T>`. @throws Error(not_alive),
+    /// Error(not_registered) for an id no component has, Error(invalid_argument) when the type
+    /// is not default constructible.
+    void add(Entity e, ComponentId id);
+    /// Removes component `id` from `e`; false when it had none. @throws Error(not_alive),
+    /// Error(not_registered).
+    bool remove(Entity e, ComponentId id);
+    /// Whether `e` is alive and has component `id`. Never throws.
+    [[nodiscard]] bool has(Entity e, ComponentId id) const noexcept;
+    /// Writes field `field` (a name; "a.b" for a nested field, "a[2]" for an array element) of
+    /// `e`'s component `id` and marks it changed (firing `on_set` observers). Numbers convert
+    /// to the field's type when the value fits, bools go to `boolean` fields only, strings to
+    /// `str` (interned) and `std::string` fields. @throws Error(invalid_argument) for an
+    /// unknown field, a wrong value type or a value out of range, Error(not_alive),
+    /// Error(missing_component).
+    template <class V>
+    void set_field(Entity e, ComponentId id, std::string_view field, const V& value);
+    /// `set_field` by field index (declaration order; an array or struct field can't be named
+    /// by index: use a path).
+    template <class V>
+    void set_field(Entity e, ComponentId id, std::size_t field, const V& value);
+    /// Reads field `field` of `e`'s component `id` as `T`: the field's own type (`float` for
+    /// f32, `std::int32_t` for i32, `bool` for boolean, ...), `double` for any number,
+    /// `std::string_view` / `std::string` for `str` and `std::string` fields, `ts::StringId`
+    /// for a `str` field's id. The view of a `str` stays valid until the world's strings are
+    /// replaced (`restore`, or the world's destruction); of a `std::string` field, until the
+    /// next structural change.
+    /// @throws like `set_field`.
+    template <class T>
+    [[nodiscard]] T get_field(Entity e, ComponentId id, std::string_view field) const;
+    template <class T>
+    [[nodiscard]] T get_field(Entity e, ComponentId id, std::size_t field) const;
+    /// Turns `e`'s component `id` on or off (like `enable<T>`). @throws Error(not_enableable)
+    /// unless the component is enableable, Error(not_alive), Error(missing_component),
+    /// Error(not_registered).
+    void enable(Entity e, ComponentId id, bool on = true);
+    /// Whether `e`'s component `id` is enabled. @throws like `enable`.
+    [[nodiscard]] bool is_enabled(Entity e, ComponentId id) const;
+    /// The change / added tick of `e`'s component `id` (like `changed_tick<T>`; turns tracking
+    /// on). @throws Error(invalid_argument) when the component has `track_changes = false` or
+    /// is a tag, Error(not_alive), Error(missing_component), Error(not_registered).
+    std::uint64_t changed_tick(Entity e, ComponentId id);
+    std::uint64_t added_tick(Entity e, ComponentId id);
+    /// A cached query from component ids (`.all`, `.any`, `.none`).
+    [[nodiscard]] DynamicQuery query_dynamic(QuerySpec spec);
+
+    // ----- clone, snapshot and restore (serialize.hpp) -----
+
+    /// A new world with the same entities (ids, generations, free list), components, relations,
+    /// enable flags, change ticks, tick and strings, iterating every query in the same order.
+    /// Resources and observers are not copied. Values are copied with their copy constructor
+    /// (memcpy for trivially copyable types). @throws Error(invalid_argument) naming a component
+    /// that can't be copied, or when called while the world iterates.
+    [[nodiscard]] World clone() const;
+    /// A copy of the world's state (what `clone` copies) to `restore` later.
+    [[nodiscard]] Snapshot snapshot() const;
+    /// Puts the world back in the state of `snapshot` (of this world or another): entities,
+    /// components, relations, enable flags, change ticks and strings, iteration order included.
+    /// Resources and observers stay as they are; no observer fires; cached queries and systems
+    /// re-match. The world tick never goes back: it becomes the larger of the current and the
+    /// snapshot's, so change filters stay exact. Invalidates every reference into the world.
+    /// Strong guarantee. @throws like `clone`.
+    void restore(const Snapshot& snapshot);
+
     // ----- queries (query.hpp) -----
 
     /// A cached query over `Terms...` (`T&`, `const T&`, `T*`, `const T*`, `Entity`); add
@@ -367,6 +457,8 @@ private:
     T& checked(Entity e, const char* op) const;
 
     detail::ResourceMap& resources();
+    template <class T>
+    T get_field(Entity e, ComponentId id, detail::FieldRef f) const;
 
     detail::Storage* storage_;
     detail::ResourceMap* resources_ = nullptr;  ///< made on first insert_resource

@@ -25,7 +25,9 @@ public:
         else
             one_ = other.one_;
     }
-    EntityList(const EntityList& other) : mr_(other.mr_) {
+    EntityList(const EntityList& other) : EntityList(other, other.mr_) {}
+    /// A copy of `other` allocating from `mr`.
+    EntityList(const EntityList& other, std::pmr::memory_resource* mr) : mr_(mr) {
         reserve(other.size_);
         std::copy_n(other.data(), other.size_, data());
         size_ = other.size_;

@@ -10,6 +10,7 @@
 
 #include <tessera/component.hpp>
 #include <tessera/detail/command_queue.hpp>
+#include <tessera/detail/entity_list.hpp>
 #include <tessera/entity.hpp>
 
 #include <algorithm>
@@ -25,12 +26,14 @@
 
 namespace tessera {
 class World;
+class StringTable;
 }
 
 namespace tessera::detail {
 
 class ObserverRegistry;
 class RelationIndex;
+struct RelationType;
 
 /// Slot values: a column index (>= 0), or one of these.
 inline constexpr std::int32_t slot_absent = -1;
@@ -495,6 +498,41 @@ public:
     /// always take the observed path (where `check_plain` refuses them).
     void set_observation(bool any, bool all, std::span<const std::uint8_t> by_id) noexcept;
 
+    // ---- strings (dynamic.hpp): null until first used ----
+    /// The world's string table, made on first use. May throw bad_alloc.
+    StringTable& strings();
+    [[nodiscard]] const StringTable* strings_if() const noexcept { return strings_; }
+
+    // ---- whole-world copies (clone, snapshot, restore, load) ----
+    /// Makes this storage, fresh (as constructed), a copy of `src`: entities with their ids,
+    /// generations and free list, archetypes in the same order, values (copy constructors;
+    /// memcpy for trivially copyable types), ticks, enable flags, permanent bits, relations and
+    /// strings. Edges and bundle caches start empty. On a throw this storage must be discarded.
+    /// @throws invalid_argument (naming `op` and the type) for a component with values that
+    /// can't be copied.
+    void copy_from(const Storage& src, const char* op);
+    /// Exchanges the world state (everything `copy_from` copies) with `other`, which uses the
+    /// same memory resource; observers, the owner, the command queue and the tick stay. Both
+    /// storages' layout epochs change, so cached queries re-match.
+    void swap_state(Storage& other) noexcept;
+    /// Changes whenever archetype indices stop meaning what they meant (`swap_state`): caches
+    /// of archetype indices compare it.
+    [[nodiscard]] std::uint64_t layout_epoch() const noexcept { return epoch_; }
+    /// Every component id this world has recorded (`ensure_component`), ascending.
+    template <class F>
+    void for_each_component(F&& fn) const {
+        for (std::size_t i = 0; i < components_.size(); ++i) {
+            if (components_[i].info != nullptr) fn(ComponentId{static_cast<std::uint32_t>(i)});
+        }
+    }
+    /// The entity index, for whole-world readers (serialize.cpp): `record_count()` records.
+    [[nodiscard]] const EntityRecord* records() const noexcept { return record_data_; }
+    [[nodiscard]] std::uint32_t record_count() const noexcept { return record_count_; }
+    [[nodiscard]] std::uint32_t free_head() const noexcept { return free_head_; }
+    /// The permanent bits by entity index, 64 per word (may be shorter than the index).
+    [[nodiscard]] std::span<const std::uint64_t> permanent_words() const noexcept {
+        return permanent_;
+    }
     // ---- relations (relation.hpp): null until the first relate ----
     [[nodiscard]] RelationIndex* relations() const noexcept { return relations_; }
     /// The relation index, made on first use. May throw bad_alloc.
@@ -540,6 +578,7 @@ public:
     void set_tick(std::uint64_t tick) noexcept { tick_ = tick; }
 
 private:
+    friend struct StorageAccess;  // serialize.cpp: builds a storage from a saved image
     [[noreturn]] static void throw_relation_component(ComponentId id, const char* op);
     Archetype& create_archetype(std::span<const ComponentId> sorted_ids);
     void reserve_columns(WorldComponent& wc, std::size_t n);
@@ -587,7 +626,9 @@ private:
     std::pmr::vector<Entity> spawned_;
     std::shared_ptr<ObserverRegistry> observers_;
     RelationIndex* relations_ = nullptr;
+    StringTable* strings_ = nullptr;
     World* owner_ = nullptr;
+    std::uint64_t epoch_ = 0;
     bool observers_any_ = false;  ///< the registry has a subscription
     bool observed_ = false;       ///< observers_any_ or relations exist
     bool observe_all_ = false;
@@ -621,8 +662,36 @@ private:
     Storage* s_;
 };
 
+/// Puts `built` (a complete state made with `target`'s memory resource) in place of `target`'s
+/// state, keeping its observers, known and tracked components and a tick that never goes back
+/// (restore, load). `built` then holds the old state. Strong guarantee.
+void replace_state(Storage& target, Storage& built);
+
+/// A storage allocated from (and allocating from) `mr`; `delete_storage` frees it.
+Storage* new_storage(std::pmr::memory_resource* mr);
+void delete_storage(Storage* s) noexcept;
+
 /// Destroys a relation index made by `Storage::relation_index` (null: nothing).
 void destroy_relation_index(RelationIndex* index) noexcept;
+/// A copy of `src`'s relations (kinds and reverse lists) for storage `dst` (whose components
+/// are already copied). May throw bad_alloc.
+RelationIndex* clone_relation_index(const RelationIndex& src, Storage& dst);
+/// One relation kind of a world, for whole-world readers: its type and its reverse lists (by
+/// target entity index; relate order).
+struct RelationKindView {
+    const RelationType* type;
+    std::span<const EntityList> sources;
+};
+/// The relation kinds of `s`, in the order they were first used.
+std::vector<RelationKindView> relation_kinds(const Storage& s);
+/// Registers relation `type` in `s` (before any archetype holds its components: load).
+void register_relation(Storage& s, const RelationType& type, const char* op);
+/// Sets the reverse list of `target` for registered relation `type` (load).
+void set_sources(Storage& s, const RelationType& type, std::uint32_t target,
+                 std::span<const Entity> sources);
+
+/// Destroys a string table made by `Storage::strings` (null: nothing).
+void destroy_strings(StringTable* strings, std::pmr::memory_resource* mr) noexcept;
 
 /// A process-wide sequence number for a list of component types (used to cache the archetype
 /// of a `spawn(components...)` call per world). Thread-safe.
