@@ -362,12 +362,14 @@ void build(const Image& image, ColumnSource& columns, Storage& b, const char* op
     if (image.free.size() + alive != n_records)
         fail(op, "the free list doesn't hold exactly the dead entities");
     std::uint32_t head = no_index;
+    std::vector<std::uint8_t> freed(n_records, 0);
     for (std::size_t i = image.free.size(); i-- > 0;) {
         const std::uint32_t index = image.free[i];
         if (index >= n_records) fail(op, "the free list names an index past the entity count");
         EntityRecord& r = StorageAccess::record(b, index);
-        if (r.archetype != dead_archetype || r.row != no_index)
+        if (r.archetype != dead_archetype || freed[index] != 0)
             fail(op, "the free list names a live or repeated index");
+        freed[index] = 1;
         r.row = head;
         head = index;
     }
@@ -665,7 +667,7 @@ json save_json(const Storage& s, const char* op) {
             const ComponentId id = sc.components[ci];
             const ComponentInfo& info = component_info(id);
             const std::int32_t slot = a.slot(id);
-            if (slot < 0) {
+            if (slot < 0 || a.size == 0) {  // nothing to hold (the same whatever the history)
                 values.push_back(nullptr);
                 flags.push_back(nullptr);
                 ticks.push_back(nullptr);
@@ -942,7 +944,7 @@ public:
     std::vector<std::uint32_t> u32s() {
         const std::uint32_t n = count(4);
         std::vector<std::uint32_t> v(n);
-        std::memcpy(v.data(), take(std::size_t{n} * 4), std::size_t{n} * 4);
+        if (n != 0) std::memcpy(v.data(), take(std::size_t{n} * 4), std::size_t{n} * 4);
         return v;
     }
     [[nodiscard]] bool done() const noexcept { return at_ == in_.size(); }

@@ -1,23 +1,33 @@
 // propagate_transforms: world matrices from the ChildOf hierarchy (transform.hpp).
 //
-// Per-world state (a hidden resource, `TransformState`): the tick of the previous call, three
-// cached archetype matches, and three arrays indexed by entity index:
-//   - `TransformSlot` (16 bytes, what the full pass touches): the address of the entity's world
-//     matrix in this call (its WorldTransform value, its parent's for a pass-through entity, null
-//     for the identity) and the epoch (call number) it was set in;
-//   - `TransformMark`: this call's flags (dirty, forced, clean, covered), also epoch-stamped, so
-//     nothing is cleared between calls;
-//   - `TransformLink`: the transform tree (first-parent links as intrusive doubly linked child
-//     lists), which the incremental pass walks instead of looking up `world.children` and every
-//     child's first parent. The links are kept up to date by incremental calls (from the
-//     hierarchy log); a full call leaves them stale and the next incremental call rebuilds them.
+// The per-world state (a hidden resource, `TransformState`) keeps the tick of the previous call
+// and a *plan*: every entity with a LocalTransform once, in depth-first pre-order of the
+// first-parent hierarchy, so parents come before their children and every subtree is one
+// contiguous range of the plan. Each `PlanStep` (32 bytes) points straight into the table
+// columns: the entity's LocalTransform, its WorldTransform (or a `spare` matrix while its
+// addition is queued), its WorldTransform changed tick, and the world matrix of its nearest
+// ancestor with a LocalTransform (null: the identity). Entities without a LocalTransform are not
+// steps: their parent's matrix passes through to their children's steps. Beside the steps:
+//   - `step_end[i]`: the end of step i's subtree (its range is [i, step_end[i]));
+//   - `step_entity[i]`: step i's entity (for World::set when WorldTransform is observed);
+//   - `tables`: the tables with a LocalTransform the plan was built from (index, size,
+//     capacity, column addresses), and per row of those tables, in table order, its entity as it
+//     was then (`row_entity`) and its step (`row_step`);
+//   - `nodes` (by entity index): the hierarchy (child lists) while a plan is built, and which
+//     entity had a step at that index in the last plan, with its `base` (the entity of its
+//     nearest ancestor with a step, whose world matrix it multiplies).
 //
-// A call: (0) adds the missing WorldTransforms; (1) unless it is the first call, collects the
-// dirty entities from the change ticks of LocalTransform and WorldTransform, the hierarchy log
-// and the entities that lost their LocalTransform; (2) either recomputes the subtrees of the
-// topmost dirty entities (incremental) or every entity (full: first call, or many dirty);
-// (3) records the tick and advances it. Every walk up or down the hierarchy uses an explicit
-// stack kept in the state.
+// The plan stays valid while nothing moves a row of those tables and no first parent changes:
+// every call compares the tables (same set, sizes, capacities and column addresses, and the same
+// entity in every row: a memcmp) and checks that the hierarchy log is empty. Anything else
+// (spawn, despawn, re-parenting, an archetype move, a table growing) rebuilds the plan; the
+// rebuild marks dirty the steps that are new or have a new base (their parent matrix changed
+// without any change tick moving), and the call goes on as usual. A call: (0) adds the missing
+// WorldTransforms; (1) checks or rebuilds the plan; (2) computes every step (a full pass: a
+// straight loop over the plan), or marks the steps of the rows whose LocalTransform or
+// WorldTransform changed tick moved in a bitmap over the steps and computes the ranges of their
+// subtrees; (3) records the tick and advances it. Every walk uses an explicit stack kept in the
+// state.
 #include <tessera/transform.hpp>
 
 #include <tessera/detail/storage.hpp>
@@ -27,12 +37,14 @@
 #include <tessera/world.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <memory_resource>
 #include <span>
+#include <utility>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -42,78 +54,95 @@
 namespace tessera {
 namespace detail {
 
-/// What propagate_transforms knows of one entity index: what the full pass reads and writes
-/// (16 bytes, so a parent's is one load).
-struct TransformSlot {
-    const glm::mat4* world = nullptr;  ///< valid when `done` is this call's epoch; null = identity
-    std::uint32_t done = 0;            ///< epoch in which `world` was set
-    std::uint32_t had_local = 0;       ///< had a LocalTransform when last computed (any call)
+inline constexpr std::uint32_t none = 0xFFFFFFFFu;
+
+/// One entity with a LocalTransform in the plan: `*world = *parent * *local`.
+struct PlanStep {
+    const glm::mat4* local = nullptr;
+    glm::mat4* world = nullptr;           ///< its WorldTransform, or a spare matrix
+    const glm::mat4* parent = nullptr;    ///< nearest ancestor's world matrix; null = identity
+    std::uint64_t* changed = nullptr;     ///< WorldTransform's changed tick; null for a spare
 };
 
-/// The marks of one entity index for the current call (the incremental pass's, and `force`).
-struct TransformMark {
-    std::uint32_t mark = 0;   ///< epoch in which `flags` were set (else they are 0)
-    std::uint32_t flags = 0;  ///< TransformFlag bits
+/// A table with a LocalTransform as the plan saw it.
+struct PlanTable {
+    std::uint32_t index = none;  ///< archetype index
+    std::uint32_t size = 0;
+    std::uint32_t capacity = 0;
+    std::uint32_t first = 0;  ///< its first row in `row_entity` and `row_step`
+    const Entity* entities = nullptr;
+    const LocalTransform* local = nullptr;
+    WorldTransform* world = nullptr;  ///< null: no WorldTransform (addition queued)
+    std::uint64_t* changed = nullptr;
 };
 
-inline constexpr std::uint32_t no_link = 0xFFFFFFFFu;
-
-/// The transform tree at one entity index: `owner` in the child list of its first parent.
-/// Invariant (for incremental calls): a linked entity's parent chain is linked up to a root,
-/// and `parent` is the index of its first ChildOf target.
-struct TransformLink {
-    Entity owner{};                  ///< the entity these links belong to
-    std::uint32_t parent = no_link;  ///< index of its first parent, while in its child list
-    std::uint32_t first_child = no_link;
-    std::uint32_t next = no_link;  ///< sibling links in the parent's child list
-    std::uint32_t prev = no_link;
-    std::uint32_t linked = 0;  ///< in its first parent's list (or a root)
-};
-
-enum TransformFlag : std::uint8_t {
-    dirty_flag = 1,  ///< needs recomputing, with its subtree
-    force_flag = 2,  ///< its WorldTransform was just added: write (and count) it whatever it holds
-    covered_flag = 4,  ///< below a dirty entity: computed by that one's traversal
-    clean_flag = 8,    ///< no dirty ancestor and not dirty: `world` is its current matrix
+/// An entity index in the hierarchy while a plan is built: its child list and, for an entity
+/// with a LocalTransform, its table (in `tables`) and row; and what its step was computed from
+/// in the previous plan.
+struct PlanNode {
+    std::uint32_t seen = 0;  ///< epoch of the build that met it (else the next four are stale)
+    std::uint32_t first_child = none;
+    std::uint32_t next = none;   ///< next sibling
+    std::uint32_t table = none;  ///< none: no LocalTransform (passes its parent's matrix through)
+    std::uint32_t row = 0;
+    Entity stepped{};  ///< the entity that had a step at this index in the last plan built
+    Entity base{};     ///< that step's nearest ancestor with a step (null: none)
 };
 
 /// The per-world state: a resource of this (internal) type.
 struct TransformState {
     explicit TransformState(Storage& s)
         : with_local(s),
-          world_without_local(s),
           local_without_world(s),
-          slots(s.resource()),
-          marks(s.resource()),
-          links(s.resource()),
+          steps(s.resource()),
+          step_end(s.resource()),
+          step_entity(s.resource()),
+          tables(s.resource()),
+          row_entity(s.resource()),
+          row_step(s.resource()),
+          nodes(s.resource()),
+          roots(s.resource()),
+          stack(s.resource()),
           dirty(s.resource()),
-          path(s.resource()),
-          work(s.resource()),
-          missing(s.resource()),
-          spare(s.resource()) {
+          forced(s.resource()),
+          spare(s.resource()),
+          missing(s.resource()) {
         with_local.spec.all = {component_id<LocalTransform>()};
-        world_without_local.spec.all = {component_id<WorldTransform>()};
-        world_without_local.spec.none = {component_id<LocalTransform>()};
         local_without_world.spec.all = {component_id<LocalTransform>()};
         local_without_world.spec.none = {component_id<WorldTransform>()};
     }
 
+    /// A frame of the depth-first walk that builds the plan.
+    struct Frame {
+        std::uint32_t node;
+        std::uint32_t next_child;
+        std::uint32_t step;       ///< its step, or none
+        Entity base_entity;       ///< the entity of the step its children multiply (or null)
+        const glm::mat4* base;    ///< that step's world matrix (null: the identity)
+    };
+
     bool primed = false;  ///< a call has completed
     PropagationMode mode = PropagationMode::automatic;
-    std::uint64_t since = 0;   ///< the tick at the end of the previous call
-    std::uint32_t epoch = 0;   ///< this call's number (0 is never a valid epoch)
-    bool links_valid = false;  ///< `links` match the hierarchy (false after a full call)
+    std::uint64_t since = 0;  ///< the tick at the end of the previous call
+    std::uint32_t epoch = 0;  ///< this call's number (0 is never a valid epoch)
+    bool planned = false;     ///< `steps` etc. describe the tables in `tables`
+    bool complete = true;     ///< the last call returned normally (else compute everything)
+    std::uint64_t layout = 0;  ///< Storage::layout_epoch the plan was built in
     QueryState with_local;
-    QueryState world_without_local;
     QueryState local_without_world;
-    std::pmr::vector<TransformSlot> slots;  ///< by entity index
-    std::pmr::vector<TransformMark> marks;  ///< by entity index, as many as slots
-    std::pmr::vector<TransformLink> links;  ///< by entity index, as many as slots
-    std::pmr::vector<Entity> dirty;         ///< the dirty entities of this call
-    std::pmr::vector<Entity> path;          ///< walks up the hierarchy
-    std::pmr::vector<std::uint32_t> work;   ///< walks down the hierarchy (entity indices)
-    std::pmr::vector<Entity> missing;       ///< entities given a WorldTransform this call
+    std::pmr::vector<PlanStep> steps;
+    std::pmr::vector<std::uint32_t> step_end;
+    std::pmr::vector<Entity> step_entity;
+    std::pmr::vector<PlanTable> tables;
+    std::pmr::vector<Entity> row_entity;
+    std::pmr::vector<std::uint32_t> row_step;
+    std::pmr::vector<PlanNode> nodes;      ///< by entity index
+    std::pmr::vector<std::uint32_t> roots;  ///< entity indices without a first parent
+    std::pmr::vector<Frame> stack;
+    std::pmr::vector<std::uint64_t> dirty;   ///< a bit per step: compute its subtree
+    std::pmr::vector<std::uint64_t> forced;  ///< a bit per step: its WorldTransform was just added
     std::pmr::vector<glm::mat4> spare;      ///< world matrices of entities without WorldTransform
+    std::pmr::vector<Entity> missing;       ///< entities given a WorldTransform this call
 };
 
 namespace {
@@ -141,14 +170,42 @@ inline bool same_bits(const glm::mat4& a, const glm::mat4& b) noexcept {
 #endif
 }
 
-inline glm::mat4 times(const glm::mat4* parent, const glm::mat4& local) noexcept {
-    return parent == nullptr ? local : *parent * local;
+/// Whether one of the 16 ticks at `lt` or at `wt` is after `since`. `since - t` has its top
+/// bit set exactly when t > since (ticks stay far below 2^63): a branch-free OR over the block.
+inline bool block_changed(const std::uint64_t* lt, const std::uint64_t* wt,
+                          std::uint64_t since) noexcept {
+#if defined(__SSE2__)
+    const __m128i s = _mm_set1_epi64x(static_cast<long long>(since));
+    __m128i any = _mm_setzero_si128();
+    for (int k = 0; k < 16; k += 2) {
+        const __m128i l = _mm_loadu_si128(reinterpret_cast<const __m128i*>(lt + k));
+        const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wt + k));
+        any = _mm_or_si128(any, _mm_or_si128(_mm_sub_epi64(s, l), _mm_sub_epi64(s, w)));
+    }
+    return _mm_movemask_pd(_mm_castsi128_pd(any)) != 0;
+#else
+    std::uint64_t any = 0;
+    for (int k = 0; k < 16; ++k) any |= (since - lt[k]) | (since - wt[k]);
+    return (any >> 63) != 0;
+#endif
 }
 
-/// A column of `a` as typed values.
+/// A column of `a` as typed values (null when `a` lacks the component).
 template <class T>
-T* column(const Archetype& a, std::int32_t c) noexcept {
-    return reinterpret_cast<T*>(a.columns[static_cast<std::uint32_t>(c)].data);
+T* column(const Archetype& a, ComponentId id) noexcept {
+    const std::int32_t c = a.slot(id);
+    return c >= 0 ? reinterpret_cast<T*>(a.columns[static_cast<std::uint32_t>(c)].data) : nullptr;
+}
+const Column* column_of(const Archetype& a, ComponentId id) noexcept {
+    const std::int32_t c = a.slot(id);
+    return c >= 0 ? &a.columns[static_cast<std::uint32_t>(c)] : nullptr;
+}
+
+bool test_bit(const std::uint64_t* bits, std::uint32_t i) noexcept {
+    return ((bits[i / 64] >> (i % 64)) & 1u) != 0;
+}
+void set_bit(std::uint64_t* bits, std::uint32_t i) noexcept {
+    bits[i / 64] |= std::uint64_t{1} << (i % 64);
 }
 
 /// One call of propagate_transforms.
@@ -165,88 +222,51 @@ public:
     std::size_t run() {
         begin_epoch();
         add_missing();
-        const bool incremental = st_.primed && st_.mode != PropagationMode::full && collect_dirty();
         // Nothing below moves a row: observers of WorldTransform writes get their structural
         // changes queued until the end.
         DeferScope defer(s_);
         observed_ = s_.observes(world_id_);
         tick_ = s_.tick();
-        reserve_spare();
-        if (incremental) {
-            update_links();
-            run_incremental();
+        // After an exception the plan may have been rebuilt (forgetting what moved) without
+        // computing those steps, and after a whole-world swap (restore, load) entities may hold
+        // anything: everything is computed then.
+        const bool resumed =
+            !std::exchange(st_.complete, false) || st_.layout != s_.layout_epoch();
+        if (plan_matches()) {
+            std::fill(st_.dirty.begin(), st_.dirty.end(), 0);
+            moved_ = 0;
         } else {
-            run_full();
-            st_.links_valid = false;  // not maintained by full calls
+            build_plan();  // marks the steps whose parent changed
         }
+        mark_forced();
+        const auto n = static_cast<std::uint32_t>(st_.steps.size());
+        if (resumed || !st_.primed || st_.mode == PropagationMode::full || !collect_dirty())
+            written_ = compute(0, n);
+        else
+            run_incremental();
         clear_hierarchy_changes(s_);
         st_.since = s_.tick();
         s_.advance_tick();
         st_.primed = true;
+        st_.complete = true;
         defer.close();
         return written_;
     }
 
 private:
-    // ---- slots ----
-
     void begin_epoch() {
         if (st_.epoch == std::numeric_limits<std::uint32_t>::max()) {
-            for (TransformSlot& t : st_.slots) t.done = 0;
-            for (TransformMark& m : st_.marks) m.mark = 0;
+            for (PlanNode& node : st_.nodes) node.seen = 0;
             st_.epoch = 0;
         }
         ep_ = ++st_.epoch;
     }
 
-    /// Makes `slots[index]` exist. Invalidates references to slots when it grows.
-    void fit(std::uint32_t index) {
-        if (index >= st_.slots.size()) [[unlikely]]
-            grow(index);
-    }
-    [[gnu::noinline]] void grow(std::uint32_t index) {
-        const std::size_t want =
-            std::max<std::size_t>(index + std::size_t{1}, st_.slots.size() * 2);
-        // All or none: reserve everything first, so the resizes can't fail.
-        st_.marks.reserve(want);
-        st_.links.reserve(want);
-        st_.slots.resize(want);
-        st_.marks.resize(want);
-        st_.links.resize(want);
-    }
-    TransformSlot& slot(std::uint32_t index) noexcept { return st_.slots[index]; }
-
-    /// The flags of `index` (fitted) in this call.
-    std::uint32_t flags(std::uint32_t index) const noexcept {
-        const TransformMark& m = st_.marks[index];
-        return m.mark == ep_ ? m.flags : 0;
-    }
-    void set_flag(std::uint32_t index, std::uint32_t f) noexcept {
-        TransformMark& m = st_.marks[index];
-        if (m.mark != ep_) {
-            m.mark = ep_;
-            m.flags = 0;
-        }
-        m.flags |= f;
-    }
-
-    bool forced(std::uint32_t index) const noexcept {
-        return any_forced_ && (flags(index) & force_flag) != 0;
-    }
-
-    // ---- lookups ----
-
     /// `e`'s first ChildOf target, or null (`e` alive).
-    Entity first_parent(const EntityRecord& r) const noexcept {
-        const Archetype& a = s_.archetype(r.archetype);
-        const std::int32_t tc = a.slot(targets_id_);
-        if (tc < 0) return Entity::null();
-        const Targets<ChildOf>& t = column<Targets<ChildOf>>(a, tc)[r.row];
-        return t.empty() ? Entity::null() : t.front();
-    }
     Entity first_parent(Entity e) const noexcept {
-        const EntityRecord* r = s_.record(e);
-        return r == nullptr ? Entity::null() : first_parent(*r);
+        const EntityRecord& r = *s_.record(e);
+        const auto* t = column<Targets<ChildOf>>(s_.archetype(r.archetype), targets_id_);
+        return t == nullptr || t[r.row].empty() ? Entity::null() : t[r.row].front();
     }
 
     // ---- phase 0: WorldTransform where missing ----
@@ -261,445 +281,285 @@ private:
             // An observer of an earlier add may have changed the entity meanwhile.
             if (!world_.is_alive(e) || world_.has<WorldTransform>(e)) continue;
             world_.add(e, WorldTransform{});
-            fit(e.index);
-            set_flag(e.index, force_flag);
-            any_forced_ = true;
         }
     }
 
-    /// Room for the world matrices of entities with a LocalTransform but no WorldTransform (the
-    /// additions were queued: the world is iterating), so pointers into `spare` stay valid.
-    void reserve_spare() {
-        std::size_t n = 0;
-        for (const std::uint32_t index : st_.local_without_world.update())
-            n += s_.archetype(index).size;
-        st_.spare.clear();
-        st_.spare.reserve(n);
-    }
-    const glm::mat4* keep_spare(const glm::mat4& m) {
-        // reserve_spare counted every entity that can land here, so this never reallocates.
-        assert(st_.spare.size() < st_.spare.capacity());
-        st_.spare.push_back(m);
-        return &st_.spare.back();
-    }
+    // ---- phase 1: the plan ----
 
-    // ---- computing one entity ----
-
-    /// Writes `m` to the WorldTransform at `row` of column `wc` when its bits differ (or when
-    /// `force`), stamping the changed tick like World::set.
-    void write(Entity e, const Archetype& a, std::uint32_t row, std::int32_t wc, const glm::mat4& m,
-               bool force) {
-        WorldTransform& w = column<WorldTransform>(a, wc)[row];
-        if (!force && same_bits(w.matrix, m)) return;
-        ++written_;
-        if (observed_) [[unlikely]] {
-            world_.set(e, WorldTransform{m});  // fires on_set (changes queued by our scope)
-            return;
-        }
-        w.matrix = m;
-        Storage::stamp_changed(a, row, wc, tick_);
-    }
-
-    /// The columns of the table last computed in (entities of one subtree mostly share it).
-    struct TableView {
-        std::uint32_t index = no_index;
-        const LocalTransform* local = nullptr;  ///< null: no LocalTransform (pass-through)
-        WorldTransform* world = nullptr;        ///< null: no WorldTransform (addition queued)
-        std::uint64_t* ticks = nullptr;         ///< WorldTransform's changed ticks
-        const Archetype* archetype = nullptr;
-        std::int32_t world_column = -1;
-    };
-
-    const TableView& view_of(std::uint32_t index) noexcept {
-        if (view_.index == index) [[likely]]
-            return view_;
-        const Archetype& a = s_.archetype(index);
-        const std::int32_t lc = a.slot(local_id_);
-        const std::int32_t wc = a.slot(world_id_);
-        view_.index = index;
-        view_.archetype = &a;
-        view_.world_column = wc;
-        view_.local = lc >= 0 ? column<LocalTransform>(a, lc) : nullptr;
-        view_.world = wc >= 0 && lc >= 0 ? column<WorldTransform>(a, wc) : nullptr;
-        view_.ticks =
-            view_.world != nullptr ? a.columns[static_cast<std::uint32_t>(wc)].changed : nullptr;
-        return view_;
-    }
-
-    /// Computes `e` (alive, at `r`) from its parent's world matrix `parent` (null = identity):
-    /// writes its WorldTransform when it has a LocalTransform, and returns its world matrix.
-    const glm::mat4* compute(Entity e, const EntityRecord& r, const glm::mat4* parent) {
-        const TableView& v = view_of(r.archetype);
-        fit(e.index);
-        TransformSlot& t = slot(e.index);
-        t.done = ep_;
-        if (v.local == nullptr) {
-            t.had_local = 0;
-            t.world = parent;  // a pass-through: identity local matrix
-            return parent;
-        }
-        t.had_local = 1;
-        const std::uint32_t row = r.row;
-        const glm::mat4 m = times(parent, v.local[row].matrix);
-        if (v.world == nullptr) [[unlikely]] {
-            t.world = keep_spare(m);
-            return t.world;
-        }
-        glm::mat4& w = v.world[row].matrix;
-        t.world = &w;
-        if (same_bits(w, m) && !forced(e.index)) return t.world;
-        ++written_;
-        if (observed_) [[unlikely]] {
-            world_.set(e, WorldTransform{m});  // fires on_set (changes queued by our scope)
-        } else {
-            w = m;
-            if (v.ticks != nullptr) v.ticks[row] = tick_;
-        }
-        return t.world;
-    }
-
-    // ---- full ----
-
-    /// Computes the not-yet-computed ancestors of the entity whose first parent is `p`, from the
-    /// top down; returns `p`'s world matrix.
-    const glm::mat4* compute_ancestors(Entity p) {
-        st_.path.clear();
-        const glm::mat4* base = nullptr;
-        for (Entity x = p;;) {
-            st_.path.push_back(x);
-            const Entity q = first_parent(x);
-            if (!q) break;
-            fit(q.index);
-            const TransformSlot& t = slot(q.index);
-            if (t.done == ep_) {
-                base = t.world;
-                break;
-            }
-            x = q;
-        }
-        for (std::size_t i = st_.path.size(); i-- > 0;) {
-            const Entity x = st_.path[i];
-            base = compute(x, *s_.record(x), base);
-        }
-        return base;
-    }
-
-    /// The full pass over one table with a LocalTransform: each row from its parent's matrix
-    /// (computed earlier in the pass, or now with its ancestors).
-    void full_table(const Archetype& a) {
-        const std::int32_t wc = a.slot(world_id_);
-        const std::int32_t tc = a.slot(targets_id_);
-        const LocalTransform* const local = column<LocalTransform>(a, a.slot(local_id_));
-        const Targets<ChildOf>* const targets = tc >= 0 ? column<Targets<ChildOf>>(a, tc) : nullptr;
-        WorldTransform* const world = wc >= 0 ? column<WorldTransform>(a, wc) : nullptr;
-        std::uint64_t* const ticks =
-            wc >= 0 ? a.columns[static_cast<std::uint32_t>(wc)].changed : nullptr;
-        const Entity* const entities = a.entities;
-        const std::uint32_t n = a.size;
-        const std::uint32_t ep = ep_;
-        const std::uint64_t tick = tick_;
-        // Locals, so the compiler keeps them in registers (the slow paths refresh them).
-        TransformSlot* slots = st_.slots.data();
-        std::size_t fitted = st_.slots.size();
-        std::size_t written = 0;
-        for (std::uint32_t row = 0; row < n; ++row) {
-            const Entity e = entities[row];
-            if (e.index >= fitted) [[unlikely]] {
-                fit(e.index);
-                slots = st_.slots.data();
-                fitted = st_.slots.size();
-            }
-            if (slots[e.index].done == ep) continue;  // computed as someone's ancestor
-            const glm::mat4* parent = nullptr;
-            if (targets != nullptr) {
-                const Entity p = targets[row].front();
-                if (p.index < fitted && slots[p.index].done == ep) [[likely]] {
-                    parent = slots[p.index].world;
-                } else {
-                    parent = compute_ancestors(p);
-                    slots = st_.slots.data();
-                    fitted = st_.slots.size();
-                }
-            }
-            const glm::mat4 m = times(parent, local[row].matrix);
-            TransformSlot& t = slots[e.index];
-            t.done = ep;
-            t.had_local = 1;
-            if (world == nullptr) [[unlikely]] {
-                t.world = keep_spare(m);
-                continue;
-            }
-            t.world = &world[row].matrix;
-            if (same_bits(world[row].matrix, m) && !forced(e.index)) continue;
-            if (observed_) [[unlikely]] {
-                write(e, a, row, wc, m, true);
-                continue;
-            }
-            world[row].matrix = m;
-            if (ticks != nullptr) ticks[row] = tick;
-            ++written;
-        }
-        written_ += written;
-    }
-
-    void run_full() {
-        for (const std::uint32_t index : st_.with_local.update()) {
-            const Archetype& a = s_.archetype(index);
-            if (a.size != 0) full_table(a);
-        }
-        // Entities that lost their LocalTransform were computed (as pass-through) if anything
-        // below them has one; either way they are no longer "had a local".
-        for (const std::uint32_t index : st_.world_without_local.update()) {
-            const Archetype& a = s_.archetype(index);
-            for (std::uint32_t row = 0; row < a.size; ++row) {
-                const Entity e = a.entities[row];
-                if (e.index < st_.slots.size()) slot(e.index).had_local = 0;
-            }
-        }
-    }
-
-    // ---- incremental ----
-
-    /// Collects this call's dirty entities into `dirty` (duplicates possible). False when there
-    /// are so many that a full pass is cheaper.
-    bool collect_dirty() {
-        st_.dirty.clear();
+    /// Whether the plan still describes the world: same tables with the same rows and columns,
+    /// no first parent changed.
+    bool plan_matches() {
         const std::span<const std::uint32_t> tables = st_.with_local.update();
-        std::size_t locals = 0;
-        for (const std::uint32_t index : tables) locals += s_.archetype(index).size;
-        const std::size_t limit = st_.mode == PropagationMode::incremental
-                                      ? std::numeric_limits<std::size_t>::max()
-                                      : locals / 8;
-        const std::uint64_t since = st_.since;
-        std::pmr::vector<Entity>& dirty = st_.dirty;
-        for (const std::uint32_t index : tables) {
-            const Archetype& a = s_.archetype(index);
-            const std::uint32_t n = a.size;
-            if (n == 0) continue;
-            const std::int32_t wc = a.slot(world_id_);
-            const Column& lcol = a.columns[static_cast<std::uint32_t>(a.slot(local_id_))];
-            const Column* wcol = wc >= 0 ? &a.columns[static_cast<std::uint32_t>(wc)] : nullptr;
-            if (lcol.stamped > since || (wcol != nullptr && wcol->stamped > since)) {
-                // A query's T& term stamped the whole table.
-                if (dirty.size() + n > limit) return false;
-                dirty.insert(dirty.end(), a.entities, a.entities + n);
-                continue;
-            }
-            const std::uint64_t* const lt = lcol.changed;
-            const std::uint64_t* const wt = wcol != nullptr ? wcol->changed : lt;
-            for (std::uint32_t first = 0; first < n; first += 16) {
-                const std::uint32_t last = std::min(n, first + 16);
-                // `since - t` has its top bit set exactly when t > since (ticks stay far below
-                // 2^63): a branch-free OR over the block, which the compiler vectorises.
-                std::uint64_t any = 0;
-                for (std::uint32_t row = first; row < last; ++row)
-                    any |= (since - lt[row]) | (since - wt[row]);
-                if ((any >> 63) == 0) continue;
-                for (std::uint32_t row = first; row < last; ++row) {
-                    if (lt[row] > since || wt[row] > since) {
-                        if (dirty.size() == limit) return false;
-                        dirty.push_back(a.entities[row]);
-                    }
-                }
-            }
-        }
-        // Entities that lost their LocalTransform: their children's parent matrix changed.
-        for (const std::uint32_t index : st_.world_without_local.update()) {
-            const Archetype& a = s_.archetype(index);
-            for (std::uint32_t row = 0; row < a.size; ++row) {
-                const Entity e = a.entities[row];
-                if (e.index < st_.slots.size() && slot(e.index).had_local != 0) {
-                    if (dirty.size() >= limit) return false;
-                    dirty.push_back(e);
-                }
-            }
-        }
-        // Entities whose first parent may have changed (all of them, if the log overflowed).
-        if (hierarchy_overflowed(s_)) return false;
-        for (const Entity e : hierarchy_changes(s_)) {
-            if (dirty.size() >= limit) return false;
-            if (s_.record(e) != nullptr) dirty.push_back(e);
-        }
-        for (const Entity e : dirty) {
-            fit(e.index);
-            set_flag(e.index, dirty_flag);
+        if (!st_.planned || st_.layout != s_.layout_epoch() || tables.size() != st_.tables.size() ||
+            hierarchy_overflowed(s_) || !hierarchy_changes(s_).empty())
+            return false;
+        for (std::size_t k = 0; k < tables.size(); ++k) {
+            const Archetype& a = s_.archetype(tables[k]);
+            const PlanTable& t = st_.tables[k];
+            const Column* wcol = column_of(a, world_id_);
+            if (t.index != tables[k] || t.size != a.size || t.capacity != a.capacity ||
+                t.entities != a.entities || t.local != column<LocalTransform>(a, local_id_) ||
+                t.world != column<WorldTransform>(a, world_id_) ||
+                t.changed != (wcol != nullptr ? wcol->changed : nullptr) ||
+                std::memcmp(a.entities, st_.row_entity.data() + t.first,
+                            std::size_t{a.size} * sizeof(Entity)) != 0)
+                return false;
         }
         return true;
     }
 
-    // ---- the transform tree ----
+    /// Rebuilds the plan from the tables with a LocalTransform and the first-parent hierarchy,
+    /// marking dirty the steps that are new or whose nearest ancestor with a step changed (the
+    /// others hold a current WorldTransform, or are dirty by their change ticks).
+    void build_plan() {
+        st_.planned = false;
+        record_tables();
+        const auto n = static_cast<std::uint32_t>(st_.row_entity.size());
+        st_.steps.resize(n);
+        st_.step_end.resize(n);
+        st_.step_entity.resize(n);
+        st_.row_step.resize(n);
+        st_.dirty.assign((std::size_t{n} + 63) / 64, 0);
+        st_.forced.resize(st_.dirty.size());
+        if (st_.nodes.size() < s_.record_count()) st_.nodes.resize(s_.record_count());
+        std::size_t spares = 0;
+        for (const PlanTable& t : st_.tables) spares += t.world == nullptr ? t.size : 0;
+        st_.spare.resize(spares);  // before any step points into it
+        link_nodes();
+        emit_steps();
+        st_.layout = s_.layout_epoch();
+        st_.planned = true;
+    }
 
-    /// Makes index `x.index` hold `x`'s links. A new owner starts unlinked: the index leaves
-    /// the child list it was in, and the children listed under it (of a dead entity) are
-    /// detached. May grow the arrays (invalidating references into them).
-    void claim(Entity x) {
-        fit(x.index);
-        if (st_.links[x.index].owner == x) return;
-        detach(x.index);
-        std::pmr::vector<TransformLink>& links = st_.links;
-        for (std::uint32_t c = links[x.index].first_child; c != no_link;) {
-            const std::uint32_t next = links[c].next;
-            links[c].parent = links[c].next = links[c].prev = no_link;
-            links[c].linked = 0;
-            c = next;
+    /// Records the tables with a LocalTransform and their rows' entities.
+    void record_tables() {
+        const std::span<const std::uint32_t> tables = st_.with_local.update();
+        st_.tables.clear();
+        st_.row_entity.clear();
+        for (const std::uint32_t index : tables) {
+            const Archetype& a = s_.archetype(index);
+            const Column* wcol = column_of(a, world_id_);
+            st_.tables.push_back(PlanTable{index, a.size, a.capacity,
+                                           static_cast<std::uint32_t>(st_.row_entity.size()),
+                                           a.entities, column<LocalTransform>(a, local_id_),
+                                           column<WorldTransform>(a, world_id_),
+                                           wcol != nullptr ? wcol->changed : nullptr});
+            st_.row_entity.insert(st_.row_entity.end(), a.entities, a.entities + a.size);
         }
-        links[x.index] = TransformLink{};
-        links[x.index].owner = x;
     }
 
-    /// Takes index `i` out of its parent's child list (unlinked).
-    void detach(std::uint32_t i) noexcept {
-        std::pmr::vector<TransformLink>& links = st_.links;
-        TransformLink& l = links[i];
-        if (l.parent != no_link) {
-            if (l.prev != no_link)
-                links[l.prev].next = l.next;
-            else
-                links[l.parent].first_child = l.next;
-            if (l.next != no_link) links[l.next].prev = l.prev;
+    /// Builds the child lists in `nodes`: every entity with a LocalTransform under its first
+    /// parent, and the parents without one under theirs, up to the roots (in `roots`).
+    void link_nodes() {
+        std::pmr::vector<PlanNode>& nodes = st_.nodes;
+        for (std::uint32_t k = 0; k < st_.tables.size(); ++k) {
+            const PlanTable& t = st_.tables[k];
+            for (std::uint32_t row = 0; row < t.size; ++row)
+                meet(nodes[t.entities[row].index], k, row);
         }
-        l.parent = l.next = l.prev = no_link;
-        l.linked = 0;
+        // Backwards, so that the lists (filled at their heads) hold children in table order.
+        st_.roots.clear();
+        for (std::uint32_t k = static_cast<std::uint32_t>(st_.tables.size()); k-- > 0;) {
+            const PlanTable& t = st_.tables[k];
+            const auto* targets = column<Targets<ChildOf>>(s_.archetype(t.index), targets_id_);
+            for (std::uint32_t row = t.size; row-- > 0;) {
+                const Entity p = targets != nullptr && !targets[row].empty() ? targets[row].front()
+                                                                             : Entity::null();
+                link(t.entities[row].index, p);
+            }
+        }
     }
 
-    /// Puts index `i` (detached) at the head of `p`'s child list.
-    void attach(std::uint32_t i, std::uint32_t p) noexcept {
-        std::pmr::vector<TransformLink>& links = st_.links;
-        TransformLink& l = links[i];
-        l.parent = p;
-        l.prev = no_link;
-        l.next = links[p].first_child;
-        if (l.next != no_link) links[l.next].prev = i;
-        links[p].first_child = i;
-        l.linked = 1;
+    /// Starts node `n`'s part in this build (keeping what its step was computed from).
+    void meet(PlanNode& n, std::uint32_t table, std::uint32_t row) const noexcept {
+        n.seen = ep_;
+        n.first_child = n.next = none;
+        n.table = table;
+        n.row = row;
     }
 
-    /// Links `x` (alive) under its first parent, and the parent chain up to a linked entity.
-    void ensure_linked(Entity x) {
-        for (Entity y = x;;) {
-            claim(y);
-            if (st_.links[y.index].linked != 0) return;
-            const Entity p = first_parent(y);
+    /// Puts node `x` in the child list of `p` (its first parent), walking up through parents
+    /// without a LocalTransform met for the first time.
+    void link(std::uint32_t x, Entity p) {
+        std::pmr::vector<PlanNode>& nodes = st_.nodes;
+        for (;;) {
             if (!p) {
-                st_.links[y.index].linked = 1;  // a root
+                st_.roots.push_back(x);
                 return;
             }
-            claim(p);
-            attach(y.index, p.index);
-            y = p;
+            PlanNode& pn = nodes[p.index];
+            const bool known = pn.seen == ep_;
+            if (!known) meet(pn, none, 0);
+            nodes[x].next = pn.first_child;
+            pn.first_child = x;
+            if (known) return;
+            x = p.index;
+            p = first_parent(p);
         }
     }
 
-    /// Brings the links up to date: rebuilt after a full call, else the entities of the
-    /// hierarchy log moved to their new first parent; then every dirty entity linked.
-    void update_links() {
-        if (!st_.links_valid) {
-            std::fill(st_.links.begin(), st_.links.end(), TransformLink{});
-            for (const std::uint32_t index : st_.with_local.update()) {
-                const Archetype& a = s_.archetype(index);
-                for (std::uint32_t row = 0; row < a.size; ++row) ensure_linked(a.entities[row]);
+    /// Walks the child lists depth first from every root, appending a step per entity with a
+    /// LocalTransform. A step is marked dirty when it is new, when its nearest ancestor with a
+    /// step changed (by re-parenting, or by an ancestor gaining or losing its LocalTransform),
+    /// or when it has no WorldTransform (its spare matrix holds nothing yet).
+    void emit_steps() {
+        PlanNode* const nodes = st_.nodes.data();
+        const PlanTable* const tables = st_.tables.data();
+        PlanStep* const steps = st_.steps.data();
+        std::uint32_t* const step_end = st_.step_end.data();
+        Entity* const step_entity = st_.step_entity.data();
+        std::uint32_t* const row_step = st_.row_step.data();
+        std::uint64_t* const dirty = st_.dirty.data();
+        glm::mat4* spare = st_.spare.data();
+        std::pmr::vector<TransformState::Frame>& stack = st_.stack;
+        std::uint32_t n = 0;
+        std::size_t moved = 0;
+        // Emits node `x`'s step, if it has one (`base` is the entity of its nearest ancestor
+        // with a step, `parent` that one's world matrix), and pushes its frame.
+        auto visit = [&](std::uint32_t x, Entity base, const glm::mat4* parent) {
+            PlanNode& node = nodes[x];
+            TransformState::Frame f{x, node.first_child, none, base, parent};
+            if (node.table != none) {
+                const PlanTable& t = tables[node.table];
+                const std::uint32_t row = node.row;
+                const Entity e = t.entities[row];
+                PlanStep& s = steps[n];
+                s.local = &t.local[row].matrix;
+                s.parent = parent;
+                s.world = t.world != nullptr ? &t.world[row].matrix : spare++;
+                s.changed = t.world != nullptr ? t.changed + row : nullptr;
+                if (node.stepped != e || node.base != base || s.changed == nullptr) {
+                    set_bit(dirty, n);
+                    ++moved;
+                }
+                node.stepped = e;
+                node.base = base;
+                step_entity[n] = e;
+                row_step[t.first + row] = n;
+                f.step = n++;
+                f.base_entity = e;
+                f.base = s.world;
             }
-            st_.links_valid = true;
-        } else {
-            for (const Entity e : hierarchy_changes(s_)) {
-                if (s_.record(e) == nullptr) continue;
-                claim(e);
-                detach(e.index);
-                ensure_linked(e);
+            stack.push_back(f);
+        };
+        for (std::size_t r = st_.roots.size(); r-- > 0;) {
+            visit(st_.roots[r], Entity::null(), nullptr);
+            while (!stack.empty()) {
+                TransformState::Frame& f = stack.back();
+                const std::uint32_t c = f.next_child;
+                if (c == none) {
+                    if (f.step != none) step_end[f.step] = n;
+                    stack.pop_back();
+                    continue;
+                }
+                f.next_child = nodes[c].next;
+                visit(c, f.base_entity, f.base);  // may reallocate `stack`
             }
         }
-        // Before any traversal: an entity linked after its parent's traversal would be missed.
-        for (const Entity d : st_.dirty) {
-            if (s_.record(d) != nullptr) ensure_linked(d);
+        assert(n == st_.steps.size() && spare == st_.spare.data() + st_.spare.size());
+        moved_ = moved;
+    }
+
+    // ---- phase 2: computing ----
+
+    /// Marks the steps of the entities given a WorldTransform this call (they moved table, so
+    /// the plan was rebuilt): written and counted whatever they hold.
+    void mark_forced() {
+        for (const Entity e : st_.missing) {
+            if (!world_.is_alive(e) || !world_.has<WorldTransform>(e)) continue;
+            const PlanNode& node = st_.nodes[e.index];
+            if (node.seen != ep_ || node.table == none) continue;
+            if (!any_forced_) std::fill(st_.forced.begin(), st_.forced.end(), 0);
+            any_forced_ = true;
+            set_bit(st_.forced.data(), st_.row_step[st_.tables[node.table].first + node.row]);
         }
     }
 
-    // ---- incremental ----
-
-    /// Whether dirty `d` has no dirty ancestor; then `parent` is its parent's world matrix.
-    /// Marks the ancestors it walks through: clean (with their current matrix) or covered (below
-    /// a dirty entity), so no entity is walked through twice in a call. An ancestor already
-    /// computed in this call (`done`, not clean) is below a dirty entity too.
-    bool topmost(Entity d, const glm::mat4*& parent) {
-        const std::pmr::vector<TransformLink>& links = st_.links;
-        st_.path.clear();
-        bool covered = false;
-        const glm::mat4* base = nullptr;
-        for (std::uint32_t x = links[d.index].parent; x != no_link; x = links[x].parent) {
-            const std::uint32_t f = flags(x);
-            if ((f & (dirty_flag | covered_flag)) != 0) {
-                covered = true;
-                break;
-            }
-            if (slot(x).done == ep_) {
-                covered = (f & clean_flag) == 0;
-                base = slot(x).world;
-                break;
-            }
-            st_.path.push_back(links[x].owner);
-        }
-        for (std::size_t i = st_.path.size(); i-- > 0;) {
-            const Entity x = st_.path[i];
-            if (covered) {
-                set_flag(x.index, covered_flag);  // below a dirty entity: its traversal computes x
+    /// Computes steps [first, last) (each one's parent is computed or current); returns the
+    /// number of WorldTransforms written.
+    std::size_t compute(std::uint32_t first, std::uint32_t last) {
+        const PlanStep* const steps = st_.steps.data();
+        const std::uint64_t* const forced = any_forced_ ? st_.forced.data() : nullptr;
+        const bool observed = observed_;
+        const std::uint64_t tick = tick_;
+        std::size_t written = 0;
+        for (std::uint32_t i = first; i < last; ++i) {
+            const PlanStep& s = steps[i];
+            const glm::mat4 m = s.parent == nullptr ? *s.local : *s.parent * *s.local;
+            if (same_bits(*s.world, m) && (forced == nullptr || !test_bit(forced, i))) continue;
+            if (s.changed == nullptr) [[unlikely]] {
+                *s.world = m;  // a spare: its WorldTransform is yet to be added
                 continue;
             }
-            set_flag(x.index, clean_flag);
-            base = current_world(x, base);
-            TransformSlot& t = slot(x.index);
-            t.world = base;
-            t.done = ep_;
+            ++written;
+            if (observed) [[unlikely]] {
+                world_.set(st_.step_entity[i], WorldTransform{m});  // fires on_set
+                continue;
+            }
+            *s.world = m;
+            *s.changed = tick;
         }
-        parent = base;
-        return !covered;
+        return written;
     }
 
-    /// The world matrix of `x`, which is clean (neither it nor an ancestor is dirty), given its
-    /// parent's: its WorldTransform as the previous call left it, or the parent's for a
-    /// pass-through entity.
-    const glm::mat4* current_world(Entity x, const glm::mat4* parent) {
-        const EntityRecord& r = *s_.record(x);
-        const Archetype& a = s_.archetype(r.archetype);
-        const std::int32_t lc = a.slot(local_id_);
-        if (lc < 0) return parent;
-        const std::int32_t wc = a.slot(world_id_);
-        if (wc >= 0) return &column<WorldTransform>(a, wc)[r.row].matrix;
-        // No WorldTransform yet (its addition is queued): compute the value it will get.
-        return keep_spare(times(parent, column<LocalTransform>(a, lc)[r.row].matrix));
-    }
-
-    /// Recomputes `root` (topmost dirty, parent matrix `parent`) and its subtree (through the
-    /// links), depth first.
-    void recompute_subtree(Entity root, const glm::mat4* parent) {
-        std::pmr::vector<std::uint32_t>& work = st_.work;
-        work.clear();
-        compute(root, *s_.record(root), parent);
-        push_children(root.index);
-        while (!work.empty()) {
-            const std::uint32_t c = work.back();
-            work.pop_back();
-            const Entity e = st_.links[c].owner;
-            const std::uint32_t p = st_.links[c].parent;
-            const EntityRecord* r = s_.record(e);
-            if (r == nullptr || slot(c).done == ep_) continue;  // died since it was linked
-            compute(e, *r, slot(p).world);
-            push_children(c);
+    /// Marks (in `dirty`) the steps of the rows whose LocalTransform or WorldTransform changed
+    /// since the previous call. False when the dirty steps are so many that a full pass is
+    /// cheaper.
+    bool collect_dirty() {
+        const std::size_t limit = st_.mode == PropagationMode::incremental
+                                      ? std::numeric_limits<std::size_t>::max()
+                                      : st_.steps.size() / 8;
+        const std::uint64_t since = st_.since;
+        std::uint64_t* const bits = st_.dirty.data();
+        std::size_t dirty = moved_;
+        if (dirty > limit) return false;
+        for (const PlanTable& t : st_.tables) {
+            const std::uint32_t n = t.size;
+            if (n == 0) continue;
+            const Archetype& a = s_.archetype(t.index);
+            const Column& lcol = *column_of(a, local_id_);
+            const Column* wcol = column_of(a, world_id_);
+            const std::uint32_t* const row_step = st_.row_step.data() + t.first;
+            if (lcol.stamped > since || (wcol != nullptr && wcol->stamped > since)) {
+                // A query's T& term stamped the whole table.
+                dirty += n;
+                if (dirty > limit) return false;
+                for (std::uint32_t row = 0; row < n; ++row) set_bit(bits, row_step[row]);
+                continue;
+            }
+            const std::uint64_t* const lt = lcol.changed;
+            const std::uint64_t* const wt = wcol != nullptr ? wcol->changed : lt;
+            auto mark = [&](std::uint32_t first, std::uint32_t last) {
+                for (std::uint32_t row = first; row < last; ++row) {
+                    if (lt[row] > since || wt[row] > since) {
+                        if (++dirty > limit) return false;
+                        set_bit(bits, row_step[row]);
+                    }
+                }
+                return true;
+            };
+            std::uint32_t first = 0;
+            for (; first + 16 <= n; first += 16) {
+                if (block_changed(lt + first, wt + first, since) && !mark(first, first + 16))
+                    return false;
+            }
+            if (!mark(first, n)) return false;
         }
+        return true;
     }
 
-    void push_children(std::uint32_t i) {
-        const std::pmr::vector<TransformLink>& links = st_.links;
-        for (std::uint32_t c = links[i].first_child; c != no_link; c = links[c].next)
-            st_.work.push_back(c);
-    }
-
+    /// Computes the subtree of every dirty step not inside an earlier one's, in plan order.
     void run_incremental() {
-        for (const Entity d : st_.dirty) {
-            if (s_.record(d) == nullptr) continue;
-            if (slot(d.index).done == ep_)
-                continue;  // in an earlier root's subtree (or listed twice)
-            const glm::mat4* parent = nullptr;
-            if (topmost(d, parent)) recompute_subtree(d, parent);
+        const std::uint64_t* const bits = st_.dirty.data();
+        const std::uint32_t* const step_end = st_.step_end.data();
+        std::uint32_t covered = 0;  // steps below this are computed
+        for (std::size_t w = 0; w < st_.dirty.size(); ++w) {
+            for (std::uint64_t b = bits[w]; b != 0; b &= b - 1) {
+                const auto i = static_cast<std::uint32_t>(w * 64 + std::countr_zero(b));
+                if (i < covered) continue;
+                covered = step_end[i];
+                written_ += compute(i, covered);
+            }
         }
     }
 
@@ -712,8 +572,8 @@ private:
     std::uint32_t ep_ = 0;
     std::uint64_t tick_ = 0;
     bool observed_ = false;
-    bool any_forced_ = false;  ///< some WorldTransform was added by this call
-    TableView view_;
+    bool any_forced_ = false;  ///< some step is marked in `forced`
+    std::size_t moved_ = 0;    ///< steps the plan's rebuild marked dirty
     std::size_t written_ = 0;
 };
 

@@ -292,6 +292,111 @@ TEST_P(TransformRule, DespawnedFirstParentHandsOverToTheNext) {
     EXPECT_TRUE(near(world_of(w, c), translation(0, 1, 1)));
 }
 
+// ------------------------------------------------- the cached plan (rows and columns move)
+
+struct Moved {};  // a tag: adding or removing it moves an entity to another table
+
+TEST_P(TransformRule, ParentMovedToAnotherTableStillMovesItsChildren) {
+    const ts::Entity root = w.spawn(ts::LocalTransform{translation(1, 0, 0)});
+    const ts::Entity child = w.spawn(ts::LocalTransform{translation(0, 1, 0)});
+    w.relate(child, ts::ChildOf{}, root);
+    ts::propagate_transforms(w);
+    w.add<Moved>(root);  // root's matrices now live in another table
+    EXPECT_EQ(ts::propagate_transforms(w), 0u);
+    w.set(root, ts::LocalTransform{translation(2, 0, 0)});
+    EXPECT_EQ(ts::propagate_transforms(w), 2u);
+    EXPECT_TRUE(near(world_of(w, child), translation(2, 1, 0)));
+    // Moved and changed in the same frame, and back.
+    w.remove<Moved>(root);
+    w.set(root, ts::LocalTransform{translation(3, 0, 0)});
+    EXPECT_EQ(ts::propagate_transforms(w), 2u);
+    EXPECT_TRUE(near(world_of(w, child), translation(3, 1, 0)));
+}
+
+TEST_P(TransformRule, TwoEntitiesSwappingTablesAreSeen) {
+    // Every table keeps its size and its columns: only which entity sits in which row changed.
+    const ts::Entity a = w.spawn(ts::LocalTransform{translation(1, 0, 0)});
+    const ts::Entity b = w.spawn(ts::LocalTransform{translation(2, 0, 0)});
+    const ts::Entity a_child = w.spawn(ts::LocalTransform{translation(0, 1, 0)});
+    const ts::Entity b_child = w.spawn(ts::LocalTransform{translation(0, 2, 0)});
+    w.add<Moved>(b);
+    w.relate(a_child, ts::ChildOf{}, a);
+    w.relate(b_child, ts::ChildOf{}, b);
+    ts::propagate_transforms(w);
+    w.add<Moved>(a);
+    w.remove<Moved>(b);
+    EXPECT_EQ(ts::propagate_transforms(w), 0u);
+    w.set(a, ts::LocalTransform{translation(5, 0, 0)});
+    EXPECT_EQ(ts::propagate_transforms(w), 2u);
+    EXPECT_TRUE(near(world_of(w, a_child), translation(5, 1, 0)));
+    EXPECT_TRUE(near(world_of(w, b_child), translation(2, 2, 0)));
+    w.set(b, ts::LocalTransform{translation(6, 0, 0)});
+    EXPECT_EQ(ts::propagate_transforms(w), 2u);
+    EXPECT_TRUE(near(world_of(w, b_child), translation(6, 2, 0)));
+}
+
+TEST_P(TransformRule, DespawnThatMovesTheLastRowIsSeen) {
+    const ts::Entity doomed = w.spawn(ts::LocalTransform{translation(9, 0, 0)});
+    const ts::Entity root = w.spawn(ts::LocalTransform{translation(1, 0, 0)});
+    const ts::Entity child = w.spawn(ts::LocalTransform{translation(0, 1, 0)});
+    w.relate(child, ts::ChildOf{}, root);
+    ts::propagate_transforms(w);
+    w.despawn(doomed);  // root (the last root row) moves into doomed's row
+    EXPECT_EQ(ts::propagate_transforms(w), 0u);
+    w.set(root, ts::LocalTransform{translation(4, 0, 0)});
+    EXPECT_EQ(ts::propagate_transforms(w), 2u);
+    EXPECT_TRUE(near(world_of(w, child), translation(4, 1, 0)));
+}
+
+TEST_P(TransformRule, EntityReusingADespawnedOnesRowIsSeen) {
+    // Same table, same size, same row and entity index: only the generation differs.
+    const ts::Entity parent = w.spawn(ts::LocalTransform{translation(1, 0, 0)});
+    const ts::Entity old = w.spawn(ts::LocalTransform{translation(0, 1, 0)});
+    ts::propagate_transforms(w);
+    w.despawn(old);
+    const ts::Entity fresh = w.spawn(ts::LocalTransform{translation(0, 2, 0)});
+    ASSERT_EQ(fresh.index, old.index);
+    EXPECT_EQ(ts::propagate_transforms(w), 1u);
+    w.relate(fresh, ts::ChildOf{}, parent);
+    EXPECT_EQ(ts::propagate_transforms(w), 1u);
+    EXPECT_TRUE(near(world_of(w, fresh), translation(1, 2, 0)));
+    w.set(parent, ts::LocalTransform{translation(3, 0, 0)});
+    EXPECT_EQ(ts::propagate_transforms(w), 2u);
+    EXPECT_TRUE(near(world_of(w, fresh), translation(3, 2, 0)));
+}
+
+TEST_P(TransformRule, TablesGrowingBetweenCallsAreSeen) {
+    const ts::Entity root = w.spawn(ts::LocalTransform{translation(1, 0, 0)});
+    std::vector<ts::Entity> children;
+    for (int i = 0; i < 4; ++i) {
+        children.push_back(w.spawn(ts::LocalTransform{translation(0, 1, 0)}));
+        w.relate(children.back(), ts::ChildOf{}, root);
+    }
+    ts::propagate_transforms(w);
+    // Many more rows in both tables: their columns are reallocated.
+    for (int i = 0; i < 1000; ++i) {
+        w.spawn(ts::LocalTransform{translation(0, 0, 1)}, ts::WorldTransform{translation(0, 0, 1)});
+        children.push_back(w.spawn(ts::LocalTransform{translation(0, 1, 0)}));
+        w.relate(children.back(), ts::ChildOf{}, root);
+    }
+    EXPECT_EQ(ts::propagate_transforms(w), 1000u);  // the new children's added WorldTransforms
+    w.set(root, ts::LocalTransform{translation(2, 0, 0)});
+    EXPECT_EQ(ts::propagate_transforms(w), children.size() + 1);
+    for (const ts::Entity c : children) ASSERT_TRUE(near(world_of(w, c), translation(2, 1, 0)));
+}
+
+TEST_P(TransformRule, RemovingLocalAndWorldFromAParentMovesItsChildren) {
+    const ts::Entity top = w.spawn(ts::LocalTransform{translation(1, 0, 0)});
+    const ts::Entity mid = w.spawn(ts::LocalTransform{translation(0, 1, 0)});
+    const ts::Entity leaf = w.spawn(ts::LocalTransform{translation(0, 0, 1)});
+    w.relate(mid, ts::ChildOf{}, top);
+    w.relate(leaf, ts::ChildOf{}, mid);
+    ts::propagate_transforms(w);
+    w.remove<ts::LocalTransform, ts::WorldTransform>(mid);
+    EXPECT_EQ(ts::propagate_transforms(w), 1u);
+    EXPECT_TRUE(near(world_of(w, leaf), translation(1, 0, 1)));
+}
+
 TEST_P(TransformRule, ObserversOfWorldTransformSeeEveryWrite) {
     std::vector<ts::Entity> seen;
     ts::Observer obs = w.on_set<ts::WorldTransform>(
