@@ -99,7 +99,6 @@ void clone_raw(benchmark::State& state) {
 
 // ---- tessera ----
 
-
 void clone_tessera(benchmark::State& state) {
     tessera::World world;
     build_world(world);

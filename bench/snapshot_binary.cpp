@@ -151,7 +151,6 @@ void snapshot_binary_raw(benchmark::State& state) {
 
 // ---- tessera ----
 
-
 enum class Part { both, save, load };
 
 void snapshot_binary_tessera_bench(benchmark::State& state, Part part) {

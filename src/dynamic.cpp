@@ -182,8 +182,8 @@ const Schema& schema_of(const ComponentInfo& info, std::string_view field, const
 }
 
 // A field that holds one value (not a whole array or struct).
-void check_leaf(const ComponentInfo& info, std::string_view path, const FieldInfo& f,
-                bool element, const char* op) {
+void check_leaf(const ComponentInfo& info, std::string_view path, const FieldInfo& f, bool element,
+                const char* op) {
     if (f.count > 1 && !element) {
         bad_field(op, info, path,
                   "the field is an array of " + std::to_string(f.count) +
@@ -236,7 +236,8 @@ FieldRef resolve_field(ComponentId id, std::string_view path, const char* op) {
             return {f, offset};
         }
         if (rest[0] != '.' || f->type != Field::record || (f->count > 1 && !element))
-            bad_field(op, info, path, std::string("'") + std::string(f->name) + "' has no nested fields there");
+            bad_field(op, info, path,
+                      std::string("'") + std::string(f->name) + "' has no nested fields there");
         schema = f->schema;
         rest = rest.substr(1);
     }
@@ -305,7 +306,9 @@ void write_value(Storage& s, std::byte* p, const FieldInfo& f, const FieldValue&
         fail(std::string("a field of type ") + std::string(to_string(f.type)) + " can't take " +
              kind_name(v.kind));
     };
-    auto range = [&] { fail("the value is out of the range of " + std::string(to_string(f.type))); };
+    auto range = [&] {
+        fail("the value is out of the range of " + std::string(to_string(f.type)));
+    };
     auto put_int = [&]<class T>(T*) {
         if (!integer) wrong();
         if (!fits<T>(v)) range();
@@ -314,7 +317,7 @@ void write_value(Storage& s, std::byte* p, const FieldInfo& f, const FieldValue&
     switch (f.type) {
         case Field::f32: {
             if (!integer && v.kind != K::floating) wrong();
-            const double d = v.kind == K::floating ? v.d
+            const double d = v.kind == K::floating     ? v.d
                              : v.kind == K::signed_int ? static_cast<double>(v.i)
                                                        : static_cast<double>(v.u);
             if (std::isfinite(d) && std::fabs(d) > std::numeric_limits<float>::max()) range();
@@ -324,7 +327,7 @@ void write_value(Storage& s, std::byte* p, const FieldInfo& f, const FieldValue&
         }
         case Field::f64: {
             if (!integer && v.kind != K::floating) wrong();
-            const double d = v.kind == K::floating ? v.d
+            const double d = v.kind == K::floating     ? v.d
                              : v.kind == K::signed_int ? static_cast<double>(v.i)
                                                        : static_cast<double>(v.u);
             std::memcpy(p, &d, 8);
@@ -400,16 +403,61 @@ void get_field(const World& w, Entity e, ComponentId id, FieldRef f, FieldWant w
     };
     auto numeric = [&](double& d) {
         switch (t) {
-            case Field::f32: { float x; std::memcpy(&x, p, 4); d = x; return true; }
+            case Field::f32: {
+                float x;
+                std::memcpy(&x, p, 4);
+                d = x;
+                return true;
+            }
             case Field::f64: std::memcpy(&d, p, 8); return true;
-            case Field::i8: { std::int8_t x; std::memcpy(&x, p, 1); d = x; return true; }
-            case Field::i16: { std::int16_t x; std::memcpy(&x, p, 2); d = x; return true; }
-            case Field::i32: { std::int32_t x; std::memcpy(&x, p, 4); d = x; return true; }
-            case Field::i64: { std::int64_t x; std::memcpy(&x, p, 8); d = static_cast<double>(x); return true; }
-            case Field::u8: { std::uint8_t x; std::memcpy(&x, p, 1); d = x; return true; }
-            case Field::u16: { std::uint16_t x; std::memcpy(&x, p, 2); d = x; return true; }
-            case Field::u32: { std::uint32_t x; std::memcpy(&x, p, 4); d = x; return true; }
-            case Field::u64: { std::uint64_t x; std::memcpy(&x, p, 8); d = static_cast<double>(x); return true; }
+            case Field::i8: {
+                std::int8_t x;
+                std::memcpy(&x, p, 1);
+                d = x;
+                return true;
+            }
+            case Field::i16: {
+                std::int16_t x;
+                std::memcpy(&x, p, 2);
+                d = x;
+                return true;
+            }
+            case Field::i32: {
+                std::int32_t x;
+                std::memcpy(&x, p, 4);
+                d = x;
+                return true;
+            }
+            case Field::i64: {
+                std::int64_t x;
+                std::memcpy(&x, p, 8);
+                d = static_cast<double>(x);
+                return true;
+            }
+            case Field::u8: {
+                std::uint8_t x;
+                std::memcpy(&x, p, 1);
+                d = x;
+                return true;
+            }
+            case Field::u16: {
+                std::uint16_t x;
+                std::memcpy(&x, p, 2);
+                d = x;
+                return true;
+            }
+            case Field::u32: {
+                std::uint32_t x;
+                std::memcpy(&x, p, 4);
+                d = x;
+                return true;
+            }
+            case Field::u64: {
+                std::uint64_t x;
+                std::memcpy(&x, p, 8);
+                d = static_cast<double>(x);
+                return true;
+            }
             default: return false;
         }
     };

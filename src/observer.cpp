@@ -52,9 +52,8 @@ public:
           despawn_(mr),
           enter_(mr),
           exit_(mr),
-          typed_{std::pmr::vector<List>(mr), std::pmr::vector<List>(mr),
-                 std::pmr::vector<List>(mr), std::pmr::vector<List>(mr),
-                 std::pmr::vector<List>(mr)},
+          typed_{std::pmr::vector<List>(mr), std::pmr::vector<List>(mr), std::pmr::vector<List>(mr),
+                 std::pmr::vector<List>(mr), std::pmr::vector<List>(mr)},
           type_off_{std::pmr::vector<std::uint8_t>(mr), std::pmr::vector<std::uint8_t>(mr),
                     std::pmr::vector<std::uint8_t>(mr), std::pmr::vector<std::uint8_t>(mr),
                     std::pmr::vector<std::uint8_t>(mr)},
@@ -265,7 +264,6 @@ private:
         refresh();
         return next_id_++;
     }
-
 
     [[nodiscard]] bool matches(const QueryEntry& q, std::uint32_t archetype) const noexcept {
         // Neither the free-slot sentinel nor the table of not-yet-placed entities matches.

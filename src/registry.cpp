@@ -14,11 +14,11 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <tuple>
-#include <vector>
 #include <string>
+#include <tuple>
 #include <typeinfo>
 #include <unordered_map>
+#include <vector>
 
 namespace tessera {
 namespace {
@@ -76,7 +76,8 @@ std::string layout(std::uint32_t size, std::uint32_t alignment) {
 // Assigns the next id to `info` (named `name`), after `index(id)` recorded it in the caller's
 // map; a failure changes nothing. The registry mutex is held.
 template <class Index>
-ComponentId publish(Registry& r, const ComponentInfo& info_in, std::string_view name, Index&& index) {
+ComponentId publish(Registry& r, const ComponentInfo& info_in, std::string_view name,
+                    Index&& index) {
     const std::uint32_t id = r.count.load(std::memory_order_relaxed);
     const std::size_t chunk = id >> chunk_bits;
     if (chunk >= max_chunks) {

@@ -140,8 +140,10 @@ std::vector<std::uint32_t> permanent_list(const Storage& s) {
     const std::span<const std::uint64_t> words = s.permanent_words();
     for (std::size_t w = 0; w < words.size(); ++w) {
         for (std::uint64_t bits = words[w]; bits != 0; bits &= bits - 1) {
-            const auto i = static_cast<std::uint32_t>(w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
-            if (i < s.record_count() && s.records()[i].archetype != dead_archetype) out.push_back(i);
+            const auto i = static_cast<std::uint32_t>(
+                w * 64 + static_cast<std::size_t>(std::countr_zero(bits)));
+            if (i < s.record_count() && s.records()[i].archetype != dead_archetype)
+                out.push_back(i);
         }
     }
     return out;
@@ -212,15 +214,18 @@ void check_relations(const Image& image, Storage& b, const char* op) {
         for (std::size_t i = empty_archetype; i < b.archetype_slots(); ++i) {
             const Archetype& a = b.archetype(static_cast<std::uint32_t>(i));
             if (a.contains(type.data) != a.contains(type.targets))
-                fail(op, std::string(sc.info->name) + ": a relation's data and targets must come together");
+                fail(op, std::string(sc.info->name) +
+                             ": a relation's data and targets must come together");
             if (!a.contains(type.targets)) continue;
             for (std::uint32_t row = 0; row < a.size; ++row) {
-                const auto& list = *reinterpret_cast<const Targets*>(b.find(a.entities[row], type.targets));
+                const auto& list =
+                    *reinterpret_cast<const Targets*>(b.find(a.entities[row], type.targets));
                 if (list.empty()) fail(op, std::string(sc.info->name) + ": an empty target list");
                 ++list_no;
                 for (const Entity t : list) {
                     if (!alive(t)) fail(op, std::string(sc.info->name) + ": a target is not alive");
-                    if (stamp[t.index] == list_no) fail(op, std::string(sc.info->name) + ": a target appears twice");
+                    if (stamp[t.index] == list_no)
+                        fail(op, std::string(sc.info->name) + ": a target appears twice");
                     stamp[t.index] = list_no;
                     forward.push_back(std::uint64_t{t.index} << 32 | a.entities[row].index);
                 }
@@ -236,10 +241,13 @@ void check_relations(const Image& image, Storage& b, const char* op) {
                     fail(op, std::string(sc.info->name) + ": a bad or repeated reverse list");
                 listed[target] = 1;
                 const Entity t{target, image.generations[target]};
-                if (!alive(t)) fail(op, std::string(sc.info->name) + ": a reverse list of a dead target");
+                if (!alive(t))
+                    fail(op, std::string(sc.info->name) + ": a reverse list of a dead target");
                 sources.clear();
                 for (const std::uint32_t index : saved) {
-                    if (index >= n_records) fail(op, std::string(sc.info->name) + ": a reverse list names a bad source");
+                    if (index >= n_records)
+                        fail(op,
+                             std::string(sc.info->name) + ": a reverse list names a bad source");
                     sources.push_back(Entity{index, image.generations[index]});
                     reverse.push_back(std::uint64_t{target} << 32 | index);
                 }
@@ -270,7 +278,8 @@ void check_relations(const Image& image, Storage& b, const char* op) {
                     continue;
                 }
                 const Entity p = parents->span()[next++];
-                if (state[p.index] == 1) fail(op, std::string(sc.info->name) + ": the hierarchy has a loop");
+                if (state[p.index] == 1)
+                    fail(op, std::string(sc.info->name) + ": the hierarchy has a loop");
                 if (state[p.index] == 0) {
                     state[p.index] = 1;
                     path.emplace_back(p, 0);
@@ -373,7 +382,8 @@ void build(const Image& image, ColumnSource& columns, Storage& b, const char* op
         r.row = head;
         head = index;
     }
-    StorageAccess::finish(b, head, image.free.size(), alive, std::max<std::uint64_t>(image.tick, 1));
+    StorageAccess::finish(b, head, image.free.size(), alive,
+                          std::max<std::uint64_t>(image.tick, 1));
     for (const std::uint32_t index : image.permanent) {
         if (index >= n_records || StorageAccess::record(b, index).archetype == dead_archetype)
             fail(op, "a permanent entity is not alive");
@@ -426,21 +436,31 @@ json describe_json(const Schema& schema) {
 std::string field_mismatch(const json& d, const Schema& schema, const std::string& prefix) {
     if (!d.is_array()) return "a bad field description";
     for (std::size_t i = 0; i < std::max(d.size(), schema.fields.size()); ++i) {
-        if (i >= d.size()) return "field '" + prefix + std::string(schema.fields[i].name) + "' is not in the saved data";
+        if (i >= d.size())
+            return "field '" + prefix + std::string(schema.fields[i].name) +
+                   "' is not in the saved data";
         const json& f = d[i];
-        if (!f.is_object() || !f.contains("name") || !f["name"].is_string()) return "a bad field description";
+        if (!f.is_object() || !f.contains("name") || !f["name"].is_string())
+            return "a bad field description";
         const std::string name = f["name"].get<std::string>();
-        if (i >= schema.fields.size()) return "saved field '" + prefix + name + "' is not in the program's " + std::string(schema.name);
+        if (i >= schema.fields.size())
+            return "saved field '" + prefix + name + "' is not in the program's " +
+                   std::string(schema.name);
         const FieldInfo& p = schema.fields[i];
         const std::string type = f.value("type", std::string());
-        const std::uint32_t count = f.contains("count") && f["count"].is_number_unsigned() ? f["count"].get<std::uint32_t>() : 1;
-        if (name != p.name || type != to_string(p.type) || count != p.count || f.value("enum", false) != p.is_enum) {
-            return "field '" + prefix + std::string(p.name) + "' differs: saved as '" + name + "' " + type +
-                   (count != 1 ? "[" + std::to_string(count) + "]" : "") + ", the program has " +
-                   std::string(to_string(p.type)) + (p.count != 1 ? "[" + std::to_string(p.count) + "]" : "");
+        const std::uint32_t count = f.contains("count") && f["count"].is_number_unsigned()
+                                        ? f["count"].get<std::uint32_t>()
+                                        : 1;
+        if (name != p.name || type != to_string(p.type) || count != p.count ||
+            f.value("enum", false) != p.is_enum) {
+            return "field '" + prefix + std::string(p.name) + "' differs: saved as '" + name +
+                   "' " + type + (count != 1 ? "[" + std::to_string(count) + "]" : "") +
+                   ", the program has " + std::string(to_string(p.type)) +
+                   (p.count != 1 ? "[" + std::to_string(p.count) + "]" : "");
         }
         if (p.type == Field::record) {
-            std::string inner = field_mismatch(f.contains("fields") ? f["fields"] : json(), *p.schema, prefix + name + ".");
+            std::string inner = field_mismatch(f.contains("fields") ? f["fields"] : json(),
+                                               *p.schema, prefix + name + ".");
             if (!inner.empty()) return inner;
         }
     }
@@ -493,7 +513,8 @@ json value_to_json(const Schema& schema, const std::byte* v, const StringTable* 
             out[std::string(f.name)] = one(v + f.offset);
         } else {
             json a = json::array();
-            for (std::uint32_t k = 0; k < f.count; ++k) a.push_back(one(v + f.offset + std::size_t{k} * f.stride));
+            for (std::uint32_t k = 0; k < f.count; ++k)
+                a.push_back(one(v + f.offset + std::size_t{k} * f.stride));
             out[std::string(f.name)] = std::move(a);
         }
     }
@@ -512,9 +533,11 @@ void json_to_scalar(const json& j, Field t, std::byte* p, const StringTable& str
         } else if (j.is_number_integer()) {
             const auto i = j.get<std::int64_t>();
             if constexpr (std::is_signed_v<T>) {
-                if (i < std::numeric_limits<T>::min() || i > std::numeric_limits<T>::max()) bad("out of range");
+                if (i < std::numeric_limits<T>::min() || i > std::numeric_limits<T>::max())
+                    bad("out of range");
             } else {
-                if (i < 0 || static_cast<std::uint64_t>(i) > std::numeric_limits<T>::max()) bad("out of range");
+                if (i < 0 || static_cast<std::uint64_t>(i) > std::numeric_limits<T>::max())
+                    bad("out of range");
             }
             x = static_cast<T>(i);
         } else {
@@ -590,15 +613,18 @@ void json_to_value(const json& j, const Schema& schema, std::byte* v, const Stri
             one(*it, v + f.offset);
         } else {
             if (!it->is_array() || it->size() != f.count)
-                bad("field '" + std::string(f.name) + "' is not an array of " + std::to_string(f.count));
-            for (std::uint32_t k = 0; k < f.count; ++k) one((*it)[k], v + f.offset + std::size_t{k} * f.stride);
+                bad("field '" + std::string(f.name) + "' is not an array of " +
+                    std::to_string(f.count));
+            for (std::uint32_t k = 0; k < f.count; ++k)
+                one((*it)[k], v + f.offset + std::size_t{k} * f.stride);
         }
     }
 }
 
 // Constructs `n` values of `info` at `dst` with `fill(i, value)`; on a throw, destroys them.
 template <class F>
-void construct_rows(const ComponentInfo& info, std::byte* dst, std::uint32_t n, Storage& b, F&& fill) {
+void construct_rows(const ComponentInfo& info, std::byte* dst, std::uint32_t n, Storage& b,
+                    F&& fill) {
     std::uint32_t made = 0;  // values constructed
     try {
         for (std::uint32_t i = 0; i < n; ++i) {
@@ -646,7 +672,9 @@ json save_json(const Storage& s, const char* op) {
         const ComponentInfo& info = component_info(id);
         const Codec codec = codec_of(info, op);
         json c = {{"name", info.name},
-                  {"kind", codec == Codec::tag ? "tag" : codec == Codec::targets ? "targets" : "fields"},
+                  {"kind", codec == Codec::tag       ? "tag"
+                           : codec == Codec::targets ? "targets"
+                                                     : "fields"},
                   {"tracked", s.tracked(id)}};
         if (codec == Codec::fields) c["fields"] = describe_json(*info.schema);
         comps.push_back(std::move(c));
@@ -679,7 +707,8 @@ json save_json(const Storage& s, const char* op) {
                 const std::byte* v = col.data + std::size_t{r} * col.size;
                 if (info.relation != nullptr) {
                     json list = json::array();
-                    for (const Entity t : *reinterpret_cast<const Targets*>(v)) list.push_back(entity_json(t));
+                    for (const Entity t : *reinterpret_cast<const Targets*>(v))
+                        list.push_back(entity_json(t));
                     column.push_back(std::move(list));
                 } else {
                     column.push_back(value_to_json(*info.schema, v, s.strings_if()));
@@ -714,7 +743,8 @@ json save_json(const Storage& s, const char* op) {
             for (const Entity e : k.sources[t]) sources.push_back(e.index);
             lists.push_back(json::array({t, sources}));
         }
-        relations.push_back({{"targets", component_info(k.type->targets).name}, {"sources", std::move(lists)}});
+        relations.push_back(
+            {{"targets", component_info(k.type->targets).name}, {"sources", std::move(lists)}});
     }
     out["relations"] = std::move(relations);
     return out;
@@ -725,12 +755,16 @@ SavedComponent resolve_component(const std::string& name, const std::string& kin
                                  const json* fields, const char* op) {
     const ComponentId id = find_component(name);
     if (!id.valid())
-        fail(op, "unknown component '" + name + "' (not defined or not registered in this program)");
+        fail(op,
+             "unknown component '" + name + "' (not defined or not registered in this program)");
     const ComponentInfo& info = component_info(id);
     const Codec codec = codec_of(info, op);
-    const char* expected = codec == Codec::tag ? "tag" : codec == Codec::targets ? "targets" : "fields";
+    const char* expected = codec == Codec::tag       ? "tag"
+                           : codec == Codec::targets ? "targets"
+                                                     : "fields";
     if (kind != expected)
-        fail(op, "component '" + name + "' was saved as " + kind + ", the program's is " + expected);
+        fail(op,
+             "component '" + name + "' was saved as " + kind + ", the program's is " + expected);
     if (codec == Codec::fields && fields != nullptr) {
         const std::string why = field_mismatch(*fields, *info.schema, "");
         if (!why.empty()) fail(op, "component '" + name + "': " + why);
@@ -758,23 +792,27 @@ const json& member(const json& j, const char* key, const char* op) {
 
 class JsonColumns final : public ColumnSource {
 public:
-    JsonColumns(const json& archetypes, const Image& image) : archetypes_(archetypes), image_(image) {}
+    JsonColumns(const json& archetypes, const Image& image)
+        : archetypes_(archetypes), image_(image) {}
 
-    void values(std::size_t ai, std::size_t k, std::byte* dst, std::uint32_t n, Storage& b) override {
+    void values(std::size_t ai, std::size_t k, std::byte* dst, std::uint32_t n,
+                Storage& b) override {
         const SavedComponent& sc = image_.components[image_.archetypes[ai].components[k]];
         const json& column = cell(ai, "values", k, n);
         construct_rows(*sc.info, dst, n, b, [&](std::uint32_t r, std::byte* v) {
             const json& j = column[r];
             auto bad = [&](const std::string& why) {
-                fail(op_, "component '" + std::string(sc.info->name) + "', row " + std::to_string(r) + ": " + why);
+                fail(op_, "component '" + std::string(sc.info->name) + "', row " +
+                              std::to_string(r) + ": " + why);
             };
             if (sc.codec == Codec::targets) {
                 if (!j.is_array()) bad("targets are not an array");
                 auto& list = *reinterpret_cast<Targets*>(v);
                 list.reserve(j.size());
                 for (const json& e : j) {
-                    if (!e.is_array() || e.size() != 2 || !e[0].is_number_unsigned() || !e[1].is_number_unsigned() ||
-                        e[0].get<std::uint64_t>() > 0xFFFFFFFFu || e[1].get<std::uint64_t>() > 0xFFFFFFFFu)
+                    if (!e.is_array() || e.size() != 2 || !e[0].is_number_unsigned() ||
+                        !e[1].is_number_unsigned() || e[0].get<std::uint64_t>() > 0xFFFFFFFFu ||
+                        e[1].get<std::uint64_t>() > 0xFFFFFFFFu)
                         bad("a bad target entity");
                     list.push_back(Entity{e[0].get<std::uint32_t>(), e[1].get<std::uint32_t>()});
                 }
@@ -786,11 +824,13 @@ public:
     void flags(std::size_t ai, std::size_t k, std::uint8_t* dst, std::uint32_t n) override {
         const json& column = cell(ai, "enabled", k, n);
         for (std::uint32_t r = 0; r < n; ++r) {
-            if (!column[r].is_number_unsigned() || column[r].get<std::uint64_t>() > 1) fail(op_, "a bad enable flag");
+            if (!column[r].is_number_unsigned() || column[r].get<std::uint64_t>() > 1)
+                fail(op_, "a bad enable flag");
             dst[r] = column[r].get<std::uint8_t>();
         }
     }
-    void ticks(std::size_t ai, std::size_t k, std::uint64_t* added, std::uint64_t* changed, std::uint32_t n) override {
+    void ticks(std::size_t ai, std::size_t k, std::uint64_t* added, std::uint64_t* changed,
+               std::uint32_t n) override {
         const json& pair = member(archetypes_[ai], "ticks", op_);
         if (!pair.is_array() || pair.size() <= k || !pair[k].is_array() || pair[k].size() != 2)
             fail(op_, "missing change ticks");
@@ -836,8 +876,9 @@ void load_json(const json& j, World& world) {
         const json& kind = member(c, "kind", op);
         if (!name.is_string() || !kind.is_string()) fail(op, "a bad component description");
         const bool tracked = c.value("tracked", false);
-        image.components.push_back(resolve_component(name.get<std::string>(), kind.get<std::string>(),
-                                                     tracked, c.contains("fields") ? &c["fields"] : nullptr, op));
+        image.components.push_back(
+            resolve_component(name.get<std::string>(), kind.get<std::string>(), tracked,
+                              c.contains("fields") ? &c["fields"] : nullptr, op));
         if (image.components.back().codec == Codec::fields && !c.contains("fields"))
             fail(op, "component '" + name.get<std::string>() + "' has no field description");
     }
@@ -861,9 +902,11 @@ void load_json(const json& j, World& world) {
         const json& lists = member(r, "sources", op);
         if (!lists.is_array()) fail(op, "a bad relation");
         for (const json& l : lists) {
-            if (!l.is_array() || l.size() != 2 || !l[0].is_number_unsigned() || l[0].get<std::uint64_t>() > 0xFFFFFFFFu)
+            if (!l.is_array() || l.size() != 2 || !l[0].is_number_unsigned() ||
+                l[0].get<std::uint64_t>() > 0xFFFFFFFFu)
                 fail(op, "a bad reverse relation list");
-            sr.sources.emplace_back(l[0].get<std::uint32_t>(), json_list<std::uint32_t>(l[1], "sources", op));
+            sr.sources.emplace_back(l[0].get<std::uint32_t>(),
+                                    json_list<std::uint32_t>(l[1], "sources", op));
         }
         image.relations.push_back(std::move(sr));
     }
@@ -976,20 +1019,21 @@ void compare_binary(Reader& r, const Schema& schema, const std::string& componen
     if (r.u32() != schema.size) same_layout = false;
     const std::uint32_t n = r.count(14);
     if (n != schema.fields.size())
-        fail(op, "component '" + component + "': saved with " + std::to_string(n) + " fields, the program's has " +
-                     std::to_string(schema.fields.size()));
+        fail(op, "component '" + component + "': saved with " + std::to_string(n) +
+                     " fields, the program's has " + std::to_string(schema.fields.size()));
     for (const FieldInfo& f : schema.fields) {
         const std::string name = r.text();
         const auto type = r.get<std::uint8_t>();
         const auto is_enum = r.get<std::uint8_t>();
         const std::uint32_t count = r.u32();
-        if (name != f.name || type != static_cast<std::uint8_t>(f.type) || (is_enum != 0) != f.is_enum ||
-            count != f.count) {
+        if (name != f.name || type != static_cast<std::uint8_t>(f.type) ||
+            (is_enum != 0) != f.is_enum || count != f.count) {
             fail(op, "component '" + component + "': field '" + prefix + std::string(f.name) +
                          "' differs from the saved field '" + prefix + name + "'");
         }
         if (r.u32() != f.offset || r.u32() != f.stride) same_layout = false;
-        if (f.type == Field::record) compare_binary(r, *f.schema, component, prefix + name + ".", same_layout);
+        if (f.type == Field::record)
+            compare_binary(r, *f.schema, component, prefix + name + ".", same_layout);
     }
 }
 
@@ -1010,11 +1054,13 @@ void check_flat(const Schema& schema, const std::byte* v, std::size_t n_strings)
         if (f.type == Field::record) {
             check_flat(*f.schema, p, n_strings);
         } else if (f.type == Field::boolean) {
-            if (*p != std::byte{0} && *p != std::byte{1}) fail("load", "field '" + std::string(f.name) + "': a bool that is not 0 or 1");
+            if (*p != std::byte{0} && *p != std::byte{1})
+                fail("load", "field '" + std::string(f.name) + "': a bool that is not 0 or 1");
         } else if (f.type == Field::str) {
             std::uint32_t id;
             std::memcpy(&id, p, 4);
-            if (id >= n_strings) fail("load", "field '" + std::string(f.name) + "': an unknown string id");
+            if (id >= n_strings)
+                fail("load", "field '" + std::string(f.name) + "': an unknown string id");
         }
     });
 }
@@ -1040,7 +1086,8 @@ void read_fields(Reader& r, const Schema& schema, std::byte* v, std::size_t n_st
             if (f.type == Field::str) {
                 std::uint32_t id;
                 std::memcpy(&id, p, 4);
-                if (id >= n_strings) fail("load", "field '" + std::string(f.name) + "': an unknown string id");
+                if (id >= n_strings)
+                    fail("load", "field '" + std::string(f.name) + "': an unknown string id");
             }
         }
     });
@@ -1056,8 +1103,8 @@ std::vector<std::byte> save_binary(const Storage& s, const char* op) {
         const Archetype& a = s.archetype(index);
         estimate += 64 + std::size_t{a.size} * 4;
         for (const Column& c : a.columns) {
-            estimate += std::size_t{a.size} * (c.size + (c.enabled != nullptr ? 1 : 0) +
-                                               (c.changed != nullptr ? 16 : 0));
+            estimate += std::size_t{a.size} *
+                        (c.size + (c.enabled != nullptr ? 1 : 0) + (c.changed != nullptr ? 16 : 0));
         }
     }
     out.reserve(estimate);
@@ -1093,7 +1140,8 @@ std::vector<std::byte> save_binary(const Storage& s, const char* op) {
     w.u32(kinds.size());
     for (const RelationKindView& k : kinds) {
         const auto it = std::find(sc.components.begin(), sc.components.end(), k.type->targets);
-        w.u32(it == sc.components.end() ? 0xFFFFFFFFu : static_cast<std::uint32_t>(it - sc.components.begin()));
+        w.u32(it == sc.components.end() ? 0xFFFFFFFFu
+                                        : static_cast<std::uint32_t>(it - sc.components.begin()));
         std::uint32_t lists = 0;
         for (const EntityList& l : k.sources) lists += l.empty() ? 0 : 1;
         w.u32(lists);
@@ -1116,14 +1164,16 @@ std::vector<std::byte> save_binary(const Storage& s, const char* op) {
             const Column& col = a.columns[static_cast<std::uint32_t>(slot)];
             if (info.relation != nullptr) {
                 for (std::uint32_t r = 0; r < a.size; ++r) {
-                    const auto& list = *reinterpret_cast<const Targets*>(col.data + std::size_t{r} * col.size);
+                    const auto& list =
+                        *reinterpret_cast<const Targets*>(col.data + std::size_t{r} * col.size);
                     w.u32(list.size());
                     w.bytes(list.begin(), list.size() * sizeof(Entity));
                 }
             } else if (info.schema->flat) {
                 w.bytes(col.data, std::size_t{a.size} * col.size);
             } else {
-                for (std::uint32_t r = 0; r < a.size; ++r) write_fields(w, *info.schema, col.data + std::size_t{r} * col.size);
+                for (std::uint32_t r = 0; r < a.size; ++r)
+                    write_fields(w, *info.schema, col.data + std::size_t{r} * col.size);
             }
             if (col.enabled != nullptr) w.bytes(col.enabled, a.size);
             if (col.changed != nullptr) {
@@ -1139,17 +1189,20 @@ class BinaryColumns final : public ColumnSource {
 public:
     BinaryColumns(Reader& r, const Image& image) : r_(r), image_(image) {}
 
-    void values(std::size_t ai, std::size_t k, std::byte* dst, std::uint32_t n, Storage& b) override {
+    void values(std::size_t ai, std::size_t k, std::byte* dst, std::uint32_t n,
+                Storage& b) override {
         const SavedComponent& sc = image_.components[image_.archetypes[ai].components[k]];
         const ComponentInfo& info = *sc.info;
         const std::size_t n_strings = b.strings().size();
         if (sc.codec == Codec::fields && info.schema->flat) {
             if (!sc.same_layout)
-                fail("load", "component '" + std::string(info.name) + "' was saved with another memory layout; "
-                             "load it from JSON instead");
+                fail("load", "component '" + std::string(info.name) +
+                                 "' was saved with another memory layout; "
+                                 "load it from JSON instead");
             std::memcpy(dst, r_.take(std::size_t{n} * info.size), std::size_t{n} * info.size);
             if (needs_check(*info.schema)) {
-                for (std::uint32_t i = 0; i < n; ++i) check_flat(*info.schema, dst + std::size_t{i} * info.size, n_strings);
+                for (std::uint32_t i = 0; i < n; ++i)
+                    check_flat(*info.schema, dst + std::size_t{i} * info.size, n_strings);
             }
             return;
         }
@@ -1170,7 +1223,8 @@ public:
             if (dst[i] > 1) fail("load", "an enable flag that is not 0 or 1");
         }
     }
-    void ticks(std::size_t, std::size_t, std::uint64_t* added, std::uint64_t* changed, std::uint32_t n) override {
+    void ticks(std::size_t, std::size_t, std::uint64_t* added, std::uint64_t* changed,
+               std::uint32_t n) override {
         std::memcpy(added, r_.take(std::size_t{n} * 8), std::size_t{n} * 8);
         std::memcpy(changed, r_.take(std::size_t{n} * 8), std::size_t{n} * 8);
     }
@@ -1207,8 +1261,10 @@ void load_binary(std::span<const std::byte> bytes, World& world) {
         SavedComponent sc = resolve_component(name, kinds[codec], tracked, nullptr, op);
         if (sc.info->enableable != enableable)
             fail(op, "component '" + name + "': saved " + (enableable ? "" : "not ") +
-                         "enableable, the program's is " + (sc.info->enableable ? "" : "not ") + "enableable");
-        if (sc.codec == Codec::fields) compare_binary(r, *sc.info->schema, name, "", sc.same_layout);
+                         "enableable, the program's is " + (sc.info->enableable ? "" : "not ") +
+                         "enableable");
+        if (sc.codec == Codec::fields)
+            compare_binary(r, *sc.info->schema, name, "", sc.same_layout);
         image.components.push_back(sc);
     }
     const std::uint32_t n_archetypes = r.count(8);
@@ -1246,7 +1302,9 @@ std::uint64_t mix(std::uint64_t x) noexcept {
 
 struct Hasher {
     std::uint64_t h = 0x8b4e0b1a6c3d2f17ull;
-    void add(std::uint64_t v) noexcept { h = mix(h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2))); }
+    void add(std::uint64_t v) noexcept {
+        h = mix(h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)));
+    }
     void add_text(std::string_view s) noexcept {
         std::uint64_t x = 0xcbf29ce484222325ull;
         for (const char c : s) x = (x ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
@@ -1293,11 +1351,11 @@ std::uint64_t hash_world(const Storage& s) {
             Hasher n;
             n.add_text(info.name);
             const std::int32_t c = a.slot(id);
-            parts.push_back({n.h, &info, c < 0 ? nullptr : &a.columns[static_cast<std::uint32_t>(c)]});
+            parts.push_back(
+                {n.h, &info, c < 0 ? nullptr : &a.columns[static_cast<std::uint32_t>(c)]});
         }
-        std::sort(parts.begin(), parts.end(), [](const Part& x, const Part& y) {
-            return x.info->name < y.info->name;
-        });
+        std::sort(parts.begin(), parts.end(),
+                  [](const Part& x, const Part& y) { return x.info->name < y.info->name; });
         for (std::uint32_t row = 0; row < a.size; ++row) {
             Hasher hs;
             hs.add(a.entities[row].index);

@@ -17,9 +17,9 @@ namespace detail {
 namespace {
 void check_quiet(const Storage& s, const char* op) {
     if (s.deferring()) {
-        throw Error(errc::invalid_argument,
-                    std::string(op) + ": the world is iterating; call it outside loops, "
-                                      "observers and parallel systems");
+        throw Error(errc::invalid_argument, std::string(op) +
+                                                ": the world is iterating; call it outside loops, "
+                                                "observers and parallel systems");
     }
 }
 

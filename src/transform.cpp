@@ -59,9 +59,9 @@ inline constexpr std::uint32_t none = 0xFFFFFFFFu;
 /// One entity with a LocalTransform in the plan: `*world = *parent * *local`.
 struct PlanStep {
     const glm::mat4* local = nullptr;
-    glm::mat4* world = nullptr;           ///< its WorldTransform, or a spare matrix
-    const glm::mat4* parent = nullptr;    ///< nearest ancestor's world matrix; null = identity
-    std::uint64_t* changed = nullptr;     ///< WorldTransform's changed tick; null for a spare
+    glm::mat4* world = nullptr;         ///< its WorldTransform, or a spare matrix
+    const glm::mat4* parent = nullptr;  ///< nearest ancestor's world matrix; null = identity
+    std::uint64_t* changed = nullptr;   ///< WorldTransform's changed tick; null for a spare
 };
 
 /// A table with a LocalTransform as the plan saw it.
@@ -116,17 +116,17 @@ struct TransformState {
     struct Frame {
         std::uint32_t node;
         std::uint32_t next_child;
-        std::uint32_t step;       ///< its step, or none
-        Entity base_entity;       ///< the entity of the step its children multiply (or null)
-        const glm::mat4* base;    ///< that step's world matrix (null: the identity)
+        std::uint32_t step;     ///< its step, or none
+        Entity base_entity;     ///< the entity of the step its children multiply (or null)
+        const glm::mat4* base;  ///< that step's world matrix (null: the identity)
     };
 
     bool primed = false;  ///< a call has completed
     PropagationMode mode = PropagationMode::automatic;
-    std::uint64_t since = 0;  ///< the tick at the end of the previous call
-    std::uint32_t epoch = 0;  ///< this call's number (0 is never a valid epoch)
-    bool planned = false;     ///< `steps` etc. describe the tables in `tables`
-    bool complete = true;     ///< the last call returned normally (else compute everything)
+    std::uint64_t since = 0;   ///< the tick at the end of the previous call
+    std::uint32_t epoch = 0;   ///< this call's number (0 is never a valid epoch)
+    bool planned = false;      ///< `steps` etc. describe the tables in `tables`
+    bool complete = true;      ///< the last call returned normally (else compute everything)
     std::uint64_t layout = 0;  ///< Storage::layout_epoch the plan was built in
     QueryState with_local;
     QueryState local_without_world;
@@ -136,13 +136,13 @@ struct TransformState {
     std::pmr::vector<PlanTable> tables;
     std::pmr::vector<Entity> row_entity;
     std::pmr::vector<std::uint32_t> row_step;
-    std::pmr::vector<PlanNode> nodes;      ///< by entity index
+    std::pmr::vector<PlanNode> nodes;       ///< by entity index
     std::pmr::vector<std::uint32_t> roots;  ///< entity indices without a first parent
     std::pmr::vector<Frame> stack;
     std::pmr::vector<std::uint64_t> dirty;   ///< a bit per step: compute its subtree
     std::pmr::vector<std::uint64_t> forced;  ///< a bit per step: its WorldTransform was just added
-    std::pmr::vector<glm::mat4> spare;      ///< world matrices of entities without WorldTransform
-    std::pmr::vector<Entity> missing;       ///< entities given a WorldTransform this call
+    std::pmr::vector<glm::mat4> spare;       ///< world matrices of entities without WorldTransform
+    std::pmr::vector<Entity> missing;        ///< entities given a WorldTransform this call
 };
 
 namespace {
@@ -230,8 +230,7 @@ public:
         // After an exception the plan may have been rebuilt (forgetting what moved) without
         // computing those steps, and after a whole-world swap (restore, load) entities may hold
         // anything: everything is computed then.
-        const bool resumed =
-            !std::exchange(st_.complete, false) || st_.layout != s_.layout_epoch();
+        const bool resumed = !std::exchange(st_.complete, false) || st_.layout != s_.layout_epoch();
         if (plan_matches()) {
             std::fill(st_.dirty.begin(), st_.dirty.end(), 0);
             moved_ = 0;
@@ -339,11 +338,10 @@ private:
         for (const std::uint32_t index : tables) {
             const Archetype& a = s_.archetype(index);
             const Column* wcol = column_of(a, world_id_);
-            st_.tables.push_back(PlanTable{index, a.size, a.capacity,
-                                           static_cast<std::uint32_t>(st_.row_entity.size()),
-                                           a.entities, column<LocalTransform>(a, local_id_),
-                                           column<WorldTransform>(a, world_id_),
-                                           wcol != nullptr ? wcol->changed : nullptr});
+            st_.tables.push_back(PlanTable{
+                index, a.size, a.capacity, static_cast<std::uint32_t>(st_.row_entity.size()),
+                a.entities, column<LocalTransform>(a, local_id_),
+                column<WorldTransform>(a, world_id_), wcol != nullptr ? wcol->changed : nullptr});
             st_.row_entity.insert(st_.row_entity.end(), a.entities, a.entities + a.size);
         }
     }

@@ -66,7 +66,9 @@ TEST(Dynamic, SameDefinitionSameIdInEveryWorld) {
 TEST(Dynamic, RedefiningDifferentlyIsTypeConflict) {
     ts::World w;
     health_of(w);
-    EXPECT_EQ(error_of([&] { w.component("DynHealth", {{"hp", ts::Field::f32}}); }),
+    EXPECT_EQ(error_of([&] {
+                  w.component("DynHealth", {{"hp", ts::Field::f32}});
+              }),
               ts::errc::type_conflict);
     EXPECT_EQ(error_of([&] {
                   w.component("DynHealth", {{"hp", ts::Field::i32}, {"max", ts::Field::i32}},
@@ -76,23 +78,36 @@ TEST(Dynamic, RedefiningDifferentlyIsTypeConflict) {
     // A C++ type's name is taken too.
     (void)ts::component_id<Position>();
     const std::string cpp_name(ts::component_info<Position>().name);
-    EXPECT_EQ(error_of([&] { w.component(cpp_name, {{"x", ts::Field::f32}}); }),
+    EXPECT_EQ(error_of([&] {
+                  w.component(cpp_name, {{"x", ts::Field::f32}});
+              }),
               ts::errc::type_conflict);
 }
 
 TEST(Dynamic, BadDefinitionsAreInvalidArgument) {
     ts::World w;
-    EXPECT_EQ(error_of([&] { w.component("", {{"a", ts::Field::i32}}); }),
+    EXPECT_EQ(error_of([&] {
+                  w.component("", {{"a", ts::Field::i32}});
+              }),
               ts::errc::invalid_argument);
-    EXPECT_EQ(error_of([&] { w.component("DynBad1", {{"a", ts::Field::i32}, {"a", ts::Field::u8}}); }),
+    EXPECT_EQ(error_of([&] {
+                  w.component("DynBad1", {{"a", ts::Field::i32}, {"a", ts::Field::u8}});
+              }),
               ts::errc::invalid_argument);
-    EXPECT_EQ(error_of([&] { w.component("DynBad2", {{"", ts::Field::i32}}); }),
+    EXPECT_EQ(error_of([&] {
+                  w.component("DynBad2", {{"", ts::Field::i32}});
+              }),
               ts::errc::invalid_argument);
-    EXPECT_EQ(error_of([&] { w.component("DynBad3", {{"s", ts::Field::string}}); }),
+    EXPECT_EQ(error_of([&] {
+                  w.component("DynBad3", {{"s", ts::Field::string}});
+              }),
               ts::errc::invalid_argument);
-    EXPECT_EQ(error_of([&] { w.component("DynBad4", {}, ts::ComponentOptions{.enableable = true}); }),
-              ts::errc::invalid_argument);
-    EXPECT_EQ(error_of([&] { w.component("DynBad5", {{"a.b", ts::Field::i32}}); }),
+    EXPECT_EQ(
+        error_of([&] { w.component("DynBad4", {}, ts::ComponentOptions{.enableable = true}); }),
+        ts::errc::invalid_argument);
+    EXPECT_EQ(error_of([&] {
+                  w.component("DynBad5", {{"a.b", ts::Field::i32}});
+              }),
               ts::errc::invalid_argument);
 }
 
@@ -111,11 +126,16 @@ TEST(Dynamic, LayoutIsACStruct) {
 
 TEST(Dynamic, EveryFieldTypeRoundTrips) {
     ts::World w;
-    const ts::ComponentId id = w.component(
-        "DynAll", {{"f32", ts::Field::f32}, {"f64", ts::Field::f64}, {"i8", ts::Field::i8},
-                   {"i16", ts::Field::i16}, {"i32", ts::Field::i32}, {"u8", ts::Field::u8},
-                   {"u16", ts::Field::u16}, {"u32", ts::Field::u32}, {"b", ts::Field::boolean},
-                   {"s", ts::Field::str}});
+    const ts::ComponentId id = w.component("DynAll", {{"f32", ts::Field::f32},
+                                                      {"f64", ts::Field::f64},
+                                                      {"i8", ts::Field::i8},
+                                                      {"i16", ts::Field::i16},
+                                                      {"i32", ts::Field::i32},
+                                                      {"u8", ts::Field::u8},
+                                                      {"u16", ts::Field::u16},
+                                                      {"u32", ts::Field::u32},
+                                                      {"b", ts::Field::boolean},
+                                                      {"s", ts::Field::str}});
     const ts::Entity e = w.spawn();
     w.add(e, id);
     w.set_field(e, id, "f32", 1.5f);

@@ -70,12 +70,15 @@ std::string dump(ts::World& w) {
         if (const auto* v = w.try_get<sz::Vel>(e)) out += " vel(" + std::to_string(v->dx) + ")";
         if (const auto* n = w.try_get<sz::Name>(e)) out += " name(" + n->value + ")";
         if (w.has<sz::Ai>(e))
-            out += " ai(" + std::to_string(w.get<sz::Ai>(e).mode) + (w.is_enabled<sz::Ai>(e) ? ",on)" : ",off)");
+            out += " ai(" + std::to_string(w.get<sz::Ai>(e).mode) +
+                   (w.is_enabled<sz::Ai>(e) ? ",on)" : ",off)");
         if (w.has<sz::Frozen>(e)) out += " frozen";
         for (const ts::Entity t : w.targets<sz::Link>(e))
-            out += " link->" + std::to_string(t.index) + "(" + std::to_string(w.relation<sz::Link>(e)->strength) + ")";
+            out += " link->" + std::to_string(t.index) + "(" +
+                   std::to_string(w.relation<sz::Link>(e)->strength) + ")";
         for (const ts::Entity p : w.parents(e)) out += " childof->" + std::to_string(p.index);
-        for (const ts::Entity s : w.sources<sz::Link>(e)) out += " linked-by<-" + std::to_string(s.index);
+        for (const ts::Entity s : w.sources<sz::Link>(e))
+            out += " linked-by<-" + std::to_string(s.index);
         for (const ts::Entity c : w.children(e)) out += " child<-" + std::to_string(c.index);
         if (w.is_permanent(e)) out += " permanent";
         out += "\n";
@@ -152,7 +155,8 @@ TEST(Snapshot, RestoreRollsBackKeepingIdsTicksAndOrder) {
     EXPECT_EQ(snap.count(), w.count());
     auto q = w.query<sz::Pos&>();
     std::vector<ts::Entity> order_before;
-    w.query<ts::Entity, const sz::Pos&>().each([&](ts::Entity e, const sz::Pos&) { order_before.push_back(e); });
+    w.query<ts::Entity, const sz::Pos&>().each(
+        [&](ts::Entity e, const sz::Pos&) { order_before.push_back(e); });
     // Change a lot.
     q.each([](sz::Pos& p) { p.x += 1000; });
     for (const ts::Entity e : w.entities()) {
@@ -165,7 +169,8 @@ TEST(Snapshot, RestoreRollsBackKeepingIdsTicksAndOrder) {
     EXPECT_EQ(ts::state_hash(w), hash);
     EXPECT_GE(w.tick(), tick_before_restore);  // never goes back
     std::vector<ts::Entity> order_after;
-    w.query<ts::Entity, const sz::Pos&>().each([&](ts::Entity e, const sz::Pos&) { order_after.push_back(e); });
+    w.query<ts::Entity, const sz::Pos&>().each(
+        [&](ts::Entity e, const sz::Pos&) { order_after.push_back(e); });
     EXPECT_EQ(order_after, order_before);
     // The cached query re-matched: it sees the restored values.
     float sum = 0;

@@ -287,7 +287,8 @@ Named rand_named(Rng& rng) {
 }
 
 Brain rand_brain(Rng& rng) {
-    return Brain{rand_int<std::uint16_t>(rng), rand_int<std::int8_t>(rng), rand_int<std::uint8_t>(rng)};
+    return Brain{rand_int<std::uint16_t>(rng), rand_int<std::int8_t>(rng),
+                 rand_int<std::uint8_t>(rng)};
 }
 
 Spring rand_spring(Rng& rng) {
@@ -302,7 +303,12 @@ Spring rand_spring(Rng& rng) {
 class Driver {
 public:
     Driver(ts::World& w, const Runtime& rt, std::uint32_t seed, Tracked tracked, bool may_track)
-        : w_(w), rt_(rt), rng_(seed), tracked_(tracked), may_track_(may_track), pool_(w.entities()) {
+        : w_(w),
+          rt_(rt),
+          rng_(seed),
+          tracked_(tracked),
+          may_track_(may_track),
+          pool_(w.entities()) {
         // Which components this world may ever track: some worlds track none.
         for (bool& t : trackable_) t = chance(rng_, 50);
     }
@@ -506,7 +512,8 @@ private:
             default: {
                 // By StringId: any id the table already has.
                 const auto n = static_cast<std::uint32_t>(w_.strings().size());
-                w_.set_field(e, id, "text", ts::StringId{static_cast<std::uint32_t>(below(rng_, n))});
+                w_.set_field(e, id, "text",
+                             ts::StringId{static_cast<std::uint32_t>(below(rng_, n))});
                 break;
             }
         }
@@ -636,28 +643,50 @@ private:
 
     void step() {
         const std::size_t op = below(rng_, 100);
-        if (op < 14) spawn(false);
-        else if (op < 16) spawn(true);
-        else if (op < 22) despawn();
-        else if (op < 24) despawn_parent();
-        else if (op < 33) add_component();
-        else if (op < 38) remove_component();
-        else if (op < 45) set_component();
-        else if (op < 51) set_cpp_field();
-        else if (op < 57) add_runtime();
-        else if (op < 60) remove_runtime();
-        else if (op < 69) set_runtime();
-        else if (op < 72) toggle_brain();
-        else if (op < 78) relate_spring();
-        else if (op < 80) unrelate_spring();
-        else if (op < 86) relate_child();
-        else if (op < 88) unrelate_child();
-        else if (op < 89) (void)w_.strings().intern("orphan " + rand_text(rng_));
-        else if (op < 92) (void)w_.advance_tick();
-        else if (op < 93) start_tracking();
-        else if (op < 96) read_ticks();
-        else if (op < 97) loop();
-        else spawn(false);
+        if (op < 14)
+            spawn(false);
+        else if (op < 16)
+            spawn(true);
+        else if (op < 22)
+            despawn();
+        else if (op < 24)
+            despawn_parent();
+        else if (op < 33)
+            add_component();
+        else if (op < 38)
+            remove_component();
+        else if (op < 45)
+            set_component();
+        else if (op < 51)
+            set_cpp_field();
+        else if (op < 57)
+            add_runtime();
+        else if (op < 60)
+            remove_runtime();
+        else if (op < 69)
+            set_runtime();
+        else if (op < 72)
+            toggle_brain();
+        else if (op < 78)
+            relate_spring();
+        else if (op < 80)
+            unrelate_spring();
+        else if (op < 86)
+            relate_child();
+        else if (op < 88)
+            unrelate_child();
+        else if (op < 89)
+            (void)w_.strings().intern("orphan " + rand_text(rng_));
+        else if (op < 92)
+            (void)w_.advance_tick();
+        else if (op < 93)
+            start_tracking();
+        else if (op < 96)
+            read_ticks();
+        else if (op < 97)
+            loop();
+        else
+            spawn(false);
     }
 
     ts::World& w_;
@@ -720,7 +749,8 @@ std::string dump(ts::World& w, const Runtime& rt, const Tracked& tracked, DumpOp
     os << "entities " << list(entities) << '\n';
     const ts::StringTable& strings = w.strings();
     os << "strings " << strings.size() << '\n';
-    for (std::uint32_t i = 0; i < strings.size(); ++i) os << "  string " << i << ' ' << quote(strings.get(i)) << '\n';
+    for (std::uint32_t i = 0; i < strings.size(); ++i)
+        os << "  string " << i << ' ' << quote(strings.get(i)) << '\n';
 
     const std::vector<ts::ComponentId> ids = all_ids(rt);
     for (const ts::Entity e : entities) {
@@ -728,8 +758,9 @@ std::string dump(ts::World& w, const Runtime& rt, const Tracked& tracked, DumpOp
         for (const ts::ComponentId id : ids) os << (w.has(e, id) ? '1' : '0');
         os << '\n';
         if (const Body* b = w.try_get<Body>(e)) {
-            os << "  Body " << bits(b->pos.x) << ' ' << bits(b->pos.y) << ' ' << bits(b->vel.x) << ' '
-               << bits(b->vel.y) << ' ' << bits(b->mass) << ' ' << b->serial << ' ' << b->bits << '\n';
+            os << "  Body " << bits(b->pos.x) << ' ' << bits(b->pos.y) << ' ' << bits(b->vel.x)
+               << ' ' << bits(b->vel.y) << ' ' << bits(b->mass) << ' ' << b->serial << ' '
+               << b->bits << '\n';
         }
         if (const Stats* s = w.try_get<Stats>(e)) {
             os << "  Stats " << s->hp << " slots";
@@ -739,28 +770,36 @@ std::string dump(ts::World& w, const Runtime& rt, const Tracked& tracked, DumpOp
             os << " mood " << static_cast<int>(s->mood) << " awake " << s->awake << " label "
                << s->label.value << ' ' << quote(strings.get(s->label.value)) << '\n';
         }
-        if (const Named* n = w.try_get<Named>(e)) os << "  Named " << quote(n->name) << ' ' << n->rank << '\n';
+        if (const Named* n = w.try_get<Named>(e))
+            os << "  Named " << quote(n->name) << ' ' << n->rank << '\n';
         if (const Brain* b = w.try_get<Brain>(e)) {
-            os << "  Brain " << b->state << ' ' << int{b->bias} << ' ' << int{b->mode} << " enabled "
-               << w.is_enabled<Brain>(e) << '\n';
+            os << "  Brain " << b->state << ' ' << int{b->bias} << ' ' << int{b->mode}
+               << " enabled " << w.is_enabled<Brain>(e) << '\n';
         }
         if (const Spring* s = w.relation<Spring>(e))
-            os << "  Spring " << bits(s->k) << ' ' << quote(s->note) << " -> " << list(w.targets<Spring>(e)) << '\n';
-        if (!w.sources<Spring>(e).empty()) os << "  Spring sources " << list(w.sources<Spring>(e)) << '\n';
+            os << "  Spring " << bits(s->k) << ' ' << quote(s->note) << " -> "
+               << list(w.targets<Spring>(e)) << '\n';
+        if (!w.sources<Spring>(e).empty())
+            os << "  Spring sources " << list(w.sources<Spring>(e)) << '\n';
         if (!w.parents(e).empty())
             os << "  parents " << list(w.parents(e)) << " first " << ent(w.parent(e)) << " targets "
                << list(w.targets<ts::ChildOf>(e)) << '\n';
         if (!w.children(e).empty())
-            os << "  children " << list(w.children(e)) << " sources " << list(w.sources<ts::ChildOf>(e)) << '\n';
+            os << "  children " << list(w.children(e)) << " sources "
+               << list(w.sources<ts::ChildOf>(e)) << '\n';
         if (w.has(e, rt.all)) {
             const ts::ComponentId id = rt.all;
             os << "  SmRtAll " << bits(w.get_field<float>(e, id, "f32")) << ' '
-               << bits(w.get_field<double>(e, id, "f64")) << ' ' << int{w.get_field<std::int8_t>(e, id, "i8")}
-               << ' ' << w.get_field<std::int16_t>(e, id, "i16") << ' ' << w.get_field<std::int32_t>(e, id, "i32")
-               << ' ' << int{w.get_field<std::uint8_t>(e, id, "u8")} << ' '
-               << w.get_field<std::uint16_t>(e, id, "u16") << ' ' << w.get_field<std::uint32_t>(e, id, "u32")
-               << ' ' << w.get_field<bool>(e, id, "flag") << ' ' << w.get_field<ts::StringId>(e, id, "text").value
-               << ' ' << quote(w.get_field<std::string>(e, id, "text")) << '\n';
+               << bits(w.get_field<double>(e, id, "f64")) << ' '
+               << int{w.get_field<std::int8_t>(e, id, "i8")} << ' '
+               << w.get_field<std::int16_t>(e, id, "i16") << ' '
+               << w.get_field<std::int32_t>(e, id, "i32") << ' '
+               << int{w.get_field<std::uint8_t>(e, id, "u8")} << ' '
+               << w.get_field<std::uint16_t>(e, id, "u16") << ' '
+               << w.get_field<std::uint32_t>(e, id, "u32") << ' '
+               << w.get_field<bool>(e, id, "flag") << ' '
+               << w.get_field<ts::StringId>(e, id, "text").value << ' '
+               << quote(w.get_field<std::string>(e, id, "text")) << '\n';
         }
         if (w.has(e, rt.pair)) {
             os << "  SmRtPair " << w.get_field<std::uint16_t>(e, rt.pair, "level") << ' '
@@ -771,7 +810,8 @@ std::string dump(ts::World& w, const Runtime& rt, const Tracked& tracked, DumpOp
             if (!opt.component_ticks || !tracked[static_cast<std::size_t>(k)]) continue;
             with_tracked(k, [&]<class T>() {
                 if (w.has<T>(e))
-                    os << "  ticks " << k << ' ' << w.added_tick<T>(e) << ' ' << w.changed_tick<T>(e) << '\n';
+                    os << "  ticks " << k << ' ' << w.added_tick<T>(e) << ' '
+                       << w.changed_tick<T>(e) << '\n';
             });
         }
     }
@@ -803,9 +843,11 @@ std::string dump(ts::World& w, const Runtime& rt, const Tracked& tracked, DumpOp
     };
     dynamic("dynamic SmRtAll", ts::QuerySpec{.all = {rt.all}}, ts::ComponentId{});
     dynamic("dynamic SmRtPair", ts::QuerySpec{.all = {rt.pair}}, rt.pair);
-    dynamic("dynamic Brain", ts::QuerySpec{.all = {ts::component_id<Brain>()}}, ts::component_id<Brain>());
+    dynamic("dynamic Brain", ts::QuerySpec{.all = {ts::component_id<Brain>()}},
+            ts::component_id<Brain>());
     dynamic("dynamic tagA|tagB without Frozen",
-            ts::QuerySpec{.any = {rt.tag_a, rt.tag_b}, .none = {ts::component_id<Frozen>()}}, ts::ComponentId{});
+            ts::QuerySpec{.any = {rt.tag_a, rt.tag_b}, .none = {ts::component_id<Frozen>()}},
+            ts::ComponentId{});
     os << "permanent";
     w.each_entity([&](ts::Entity e) { os << ' ' << ent(e); }, ts::Lifetime::permanent);
     os << "\ndynamic";
@@ -815,7 +857,8 @@ std::string dump(ts::World& w, const Runtime& rt, const Tracked& tracked, DumpOp
 }
 
 /// Compares two dumps line by line, reporting the first difference.
-::testing::AssertionResult same(const std::string& what, const std::string& expected, const std::string& actual) {
+::testing::AssertionResult same(const std::string& what, const std::string& expected,
+                                const std::string& actual) {
     if (expected == actual) return ::testing::AssertionSuccess();
     std::istringstream a(expected), b(actual);
     std::string la, lb;
@@ -826,9 +869,9 @@ std::string dump(ts::World& w, const Runtime& rt, const Tracked& tracked, DumpOp
         ++line;
         if (!ga && !gb) break;
         if (!ga || !gb || la != lb) {
-            return ::testing::AssertionFailure()
-                   << what << ": first difference at line " << line << "\n  original: "
-                   << (ga ? la : "<end>") << "\n  copy:     " << (gb ? lb : "<end>");
+            return ::testing::AssertionFailure() << what << ": first difference at line " << line
+                                                 << "\n  original: " << (ga ? la : "<end>")
+                                                 << "\n  copy:     " << (gb ? lb : "<end>");
         }
     }
     return ::testing::AssertionFailure() << what << ": differ";
@@ -911,7 +954,8 @@ class RoundTrip : public ::testing::TestWithParam<int> {};
 
 TEST_P(RoundTrip, EveryCopyPathGivesAnEqualWorld) {
     const std::uint32_t seed = seed_of(GetParam());
-    SCOPED_TRACE("world seed " + std::to_string(seed) + " (index " + std::to_string(GetParam()) + ")");
+    SCOPED_TRACE("world seed " + std::to_string(seed) + " (index " + std::to_string(GetParam()) +
+                 ")");
     Rng shape(seed);
     const int build_ops = 200 + static_cast<int>(below(shape, 2800));
     const int more_ops = 300;
@@ -963,7 +1007,8 @@ TEST_P(RoundTrip, EveryCopyPathGivesAnEqualWorld) {
         for (int which = 0; which < 5; ++which) {
             if (!change_one_value(changed, rt, which)) continue;
             EXPECT_NE(ts::state_hash(changed), hash) << "change kind " << which;
-            EXPECT_TRUE(dump(changed, rt, tracked) != ref) << "the reference walk misses change kind " << which;
+            EXPECT_TRUE(dump(changed, rt, tracked) != ref)
+                << "the reference walk misses change kind " << which;
             changed.restore(before);
             EXPECT_EQ(ts::state_hash(changed), hash) << "change kind " << which;
         }
@@ -1008,7 +1053,8 @@ TEST_P(RoundTrip, EveryCopyPathGivesAnEqualWorld) {
     EXPECT_EQ(ts::state_hash(w), ts::state_hash(at));
     std::vector<ts::Entity> cached_order, at_order;
     cached.each([&](ts::Entity e, const Stats&) { cached_order.push_back(e); });
-    at.query<ts::Entity, const Stats&>().each([&](ts::Entity e, const Stats&) { at_order.push_back(e); });
+    at.query<ts::Entity, const Stats&>().each(
+        [&](ts::Entity e, const Stats&) { at_order.push_back(e); });
     EXPECT_EQ(cached_order, at_order) << "a cached query after restore";
     // Restoring the same snapshot again, after other changes, gives the same world.
     Driver(w, rt, seed ^ 0xF00Du, tracked, false).run(more_ops / 3);
@@ -1020,7 +1066,8 @@ TEST_P(RoundTrip, EveryCopyPathGivesAnEqualWorld) {
     // ticks differ; everything else must not.
     Driver(w, rt, seed ^ 0xCAFEu, tracked, false).run(more_ops);
     Driver(at, rt, seed ^ 0xCAFEu, tracked, false).run(more_ops);
-    EXPECT_TRUE(same("same operations after restore", dump(at, rt, tracked, {.world_tick = false, .component_ticks = false}),
+    EXPECT_TRUE(same("same operations after restore",
+                     dump(at, rt, tracked, {.world_tick = false, .component_ticks = false}),
                      dump(w, rt, tracked, {.world_tick = false, .component_ticks = false})));
     EXPECT_EQ(w.entities(), at.entities());
     EXPECT_EQ(ts::state_hash(w), ts::state_hash(at));

@@ -3,8 +3,8 @@
 /// read and written by field name or index, and queries built from component ids.
 ///
 /// @code
-/// ts::ComponentId health = world.component("Health", {{"hp", ts::Field::i32}, {"max", ts::Field::i32}});
-/// world.add(e, health);                              // fields start at zero
+/// ts::ComponentId health = world.component("Health", {{"hp", ts::Field::i32}, {"max",
+/// ts::Field::i32}}); world.add(e, health);                              // fields start at zero
 /// world.set_field(e, health, "hp", 30);
 /// std::int32_t hp = world.get_field<std::int32_t>(e, health, "hp");
 /// @endcode
@@ -44,8 +44,8 @@ struct FieldDef {
 
 /// Options of a runtime component.
 struct ComponentOptions {
-    bool enableable = false;     ///< per-entity on/off flag (not for tags: a tag has no column)
-    bool track_changes = true;   ///< false: change ticks can never be asked for
+    bool enableable = false;    ///< per-entity on/off flag (not for tags: a tag has no column)
+    bool track_changes = true;  ///< false: change ticks can never be asked for
 };
 
 /// A world's interned strings, for `str` fields: each distinct string gets a dense id, id 0 is
@@ -112,7 +112,19 @@ struct FieldValue {
 
 /// What `get_field<T>` wants.
 enum class FieldWant : std::uint8_t {
-    f32, f64, i8, i16, i32, i64, u8, u16, u32, u64, boolean, text, string_id
+    f32,
+    f64,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+    boolean,
+    text,
+    string_id
 };
 
 template <class V>
@@ -149,16 +161,24 @@ FieldValue to_field_value(const V& v) {
 template <class T>
 constexpr FieldWant field_want() {
     using U = plain_t<T>;
-    if constexpr (std::is_same_v<U, bool>) return FieldWant::boolean;
-    else if constexpr (std::is_same_v<U, float>) return FieldWant::f32;
-    else if constexpr (std::is_same_v<U, double>) return FieldWant::f64;
-    else if constexpr (std::is_same_v<U, StringId>) return FieldWant::string_id;
+    if constexpr (std::is_same_v<U, bool>)
+        return FieldWant::boolean;
+    else if constexpr (std::is_same_v<U, float>)
+        return FieldWant::f32;
+    else if constexpr (std::is_same_v<U, double>)
+        return FieldWant::f64;
+    else if constexpr (std::is_same_v<U, StringId>)
+        return FieldWant::string_id;
     else if constexpr (std::is_same_v<U, std::string_view> || std::is_same_v<U, std::string>)
         return FieldWant::text;
-    else if constexpr (std::is_integral_v<U> && sizeof(U) == 1) return std::is_signed_v<U> ? FieldWant::i8 : FieldWant::u8;
-    else if constexpr (std::is_integral_v<U> && sizeof(U) == 2) return std::is_signed_v<U> ? FieldWant::i16 : FieldWant::u16;
-    else if constexpr (std::is_integral_v<U> && sizeof(U) == 4) return std::is_signed_v<U> ? FieldWant::i32 : FieldWant::u32;
-    else if constexpr (std::is_integral_v<U> && sizeof(U) == 8) return std::is_signed_v<U> ? FieldWant::i64 : FieldWant::u64;
+    else if constexpr (std::is_integral_v<U> && sizeof(U) == 1)
+        return std::is_signed_v<U> ? FieldWant::i8 : FieldWant::u8;
+    else if constexpr (std::is_integral_v<U> && sizeof(U) == 2)
+        return std::is_signed_v<U> ? FieldWant::i16 : FieldWant::u16;
+    else if constexpr (std::is_integral_v<U> && sizeof(U) == 4)
+        return std::is_signed_v<U> ? FieldWant::i32 : FieldWant::u32;
+    else if constexpr (std::is_integral_v<U> && sizeof(U) == 8)
+        return std::is_signed_v<U> ? FieldWant::i64 : FieldWant::u64;
     else
         static_assert(sizeof(U) == 0,
                       "tessera: get_field<T> reads a number, bool, enum, std::string_view, "

@@ -58,18 +58,18 @@ struct Schema;
 struct FieldInfo {
     std::string_view name;
     Field type = Field::u8;
-    std::uint32_t offset = 0;  ///< bytes from the start of the value
-    std::uint32_t count = 1;   ///< elements: 1, or N for a fixed array (`T[N]`, `std::array`)
-    std::uint32_t stride = 0;  ///< bytes from one element to the next
+    std::uint32_t offset = 0;        ///< bytes from the start of the value
+    std::uint32_t count = 1;         ///< elements: 1, or N for a fixed array (`T[N]`, `std::array`)
+    std::uint32_t stride = 0;        ///< bytes from one element to the next
     const Schema* schema = nullptr;  ///< the nested struct's schema, for `Field::record`
     bool is_enum = false;            ///< an enum, stored as its underlying integer type
 };
 
 /// The fields of a component type (or of a nested struct).
 struct Schema {
-    std::string_view name;             ///< the type's name
+    std::string_view name;              ///< the type's name
     std::span<const FieldInfo> fields;  ///< in declaration order
-    std::uint32_t size = 0;            ///< bytes per value (sizeof)
+    std::uint32_t size = 0;             ///< bytes per value (sizeof)
     /// The type is trivially copyable and every field is a number, bool, enum, `str` id or
     /// nested flat struct (no `std::string`): binary snapshots copy its values as they are in
     /// memory (members left out of the description included).
@@ -106,16 +106,26 @@ struct is_std_array<std::array<T, N>> : std::true_type {};
 /// The field type of a scalar C++ type (after arrays and enums are peeled).
 template <class T>
 constexpr Field scalar_field() {
-    if constexpr (std::is_same_v<T, bool>) return Field::boolean;
-    else if constexpr (std::is_same_v<T, float>) return Field::f32;
-    else if constexpr (std::is_same_v<T, double>) return Field::f64;
-    else if constexpr (std::is_same_v<T, StringId>) return Field::str;
-    else if constexpr (std::is_same_v<T, std::string>) return Field::string;
-    else if constexpr (reflected<T>) return Field::record;
-    else if constexpr (std::is_integral_v<T> && sizeof(T) == 1) return std::is_signed_v<T> ? Field::i8 : Field::u8;
-    else if constexpr (std::is_integral_v<T> && sizeof(T) == 2) return std::is_signed_v<T> ? Field::i16 : Field::u16;
-    else if constexpr (std::is_integral_v<T> && sizeof(T) == 4) return std::is_signed_v<T> ? Field::i32 : Field::u32;
-    else if constexpr (std::is_integral_v<T> && sizeof(T) == 8) return std::is_signed_v<T> ? Field::i64 : Field::u64;
+    if constexpr (std::is_same_v<T, bool>)
+        return Field::boolean;
+    else if constexpr (std::is_same_v<T, float>)
+        return Field::f32;
+    else if constexpr (std::is_same_v<T, double>)
+        return Field::f64;
+    else if constexpr (std::is_same_v<T, StringId>)
+        return Field::str;
+    else if constexpr (std::is_same_v<T, std::string>)
+        return Field::string;
+    else if constexpr (reflected<T>)
+        return Field::record;
+    else if constexpr (std::is_integral_v<T> && sizeof(T) == 1)
+        return std::is_signed_v<T> ? Field::i8 : Field::u8;
+    else if constexpr (std::is_integral_v<T> && sizeof(T) == 2)
+        return std::is_signed_v<T> ? Field::i16 : Field::u16;
+    else if constexpr (std::is_integral_v<T> && sizeof(T) == 4)
+        return std::is_signed_v<T> ? Field::i32 : Field::u32;
+    else if constexpr (std::is_integral_v<T> && sizeof(T) == 8)
+        return std::is_signed_v<T> ? Field::i64 : Field::u64;
     else
         static_assert(sizeof(T) == 0,
                       "tessera: TESSERA_REFLECT field of an unsupported type: use a number, bool, "
@@ -131,7 +141,8 @@ constexpr FieldInfo make_field(std::string_view name, std::size_t offset) {
     f.offset = static_cast<std::uint32_t>(offset);
     using E = std::conditional_t<std::is_array_v<M>, std::remove_extent_t<M>, M>;
     if constexpr (std::is_array_v<M>) {
-        static_assert(std::rank_v<M> == 1, "tessera: TESSERA_REFLECT supports one-dimensional arrays");
+        static_assert(std::rank_v<M> == 1,
+                      "tessera: TESSERA_REFLECT supports one-dimensional arrays");
         f.count = static_cast<std::uint32_t>(std::extent_v<M>);
         f.stride = sizeof(E);
         using U = plain_t<E>;
@@ -172,55 +183,86 @@ Schema make_schema(std::string_view name, std::span<const FieldInfo> fields) {
 
 // ---- TESSERA_REFLECT: a field list for up to 32 members ----
 
-#define TESSERA_DETAIL_FIELD(Type, member)                                                   \
+#define TESSERA_DETAIL_FIELD(Type, member) \
     ::tessera::detail::make_field<decltype(Type::member)>(#member, offsetof(Type, member)),
 #define TESSERA_DETAIL_EXPAND(x) x
 #define TESSERA_DETAIL_FE_1(M, T, x) M(T, x)
-#define TESSERA_DETAIL_FE_2(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_1(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_3(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_2(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_4(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_3(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_5(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_4(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_6(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_5(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_7(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_6(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_8(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_7(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_9(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_8(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_10(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_9(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_11(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_10(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_12(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_11(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_13(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_12(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_14(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_13(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_15(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_14(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_16(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_15(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_17(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_16(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_18(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_17(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_19(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_18(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_20(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_19(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_21(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_20(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_22(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_21(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_23(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_22(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_24(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_23(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_25(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_24(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_26(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_25(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_27(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_26(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_28(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_27(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_29(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_28(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_30(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_29(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_31(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_30(M, T, __VA_ARGS__))
-#define TESSERA_DETAIL_FE_32(M, T, x, ...) M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_31(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_2(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_1(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_3(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_2(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_4(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_3(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_5(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_4(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_6(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_5(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_7(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_6(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_8(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_7(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_9(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_8(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_10(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_9(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_11(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_10(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_12(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_11(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_13(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_12(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_14(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_13(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_15(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_14(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_16(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_15(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_17(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_16(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_18(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_17(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_19(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_18(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_20(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_19(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_21(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_20(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_22(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_21(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_23(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_22(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_24(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_23(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_25(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_24(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_26(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_25(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_27(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_26(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_28(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_27(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_29(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_28(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_30(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_29(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_31(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_30(M, T, __VA_ARGS__))
+#define TESSERA_DETAIL_FE_32(M, T, x, ...) \
+    M(T, x) TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_FE_31(M, T, __VA_ARGS__))
 #define TESSERA_DETAIL_PICK(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, \
                             _17, _18, _19, _20, _21, _22, _23, _24, _25, _26, _27, _28, _29, _30,  \
                             _31, _32, NAME, ...)                                                   \
     NAME
-#define TESSERA_DETAIL_FOR_EACH(M, T, ...)                                                        \
-    TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_PICK(                                                     \
-        __VA_ARGS__, TESSERA_DETAIL_FE_32, TESSERA_DETAIL_FE_31, TESSERA_DETAIL_FE_30,             \
-        TESSERA_DETAIL_FE_29, TESSERA_DETAIL_FE_28, TESSERA_DETAIL_FE_27, TESSERA_DETAIL_FE_26,    \
-        TESSERA_DETAIL_FE_25, TESSERA_DETAIL_FE_24, TESSERA_DETAIL_FE_23, TESSERA_DETAIL_FE_22,    \
-        TESSERA_DETAIL_FE_21, TESSERA_DETAIL_FE_20, TESSERA_DETAIL_FE_19, TESSERA_DETAIL_FE_18,    \
-        TESSERA_DETAIL_FE_17, TESSERA_DETAIL_FE_16, TESSERA_DETAIL_FE_15, TESSERA_DETAIL_FE_14,    \
-        TESSERA_DETAIL_FE_13, TESSERA_DETAIL_FE_12, TESSERA_DETAIL_FE_11, TESSERA_DETAIL_FE_10,    \
-        TESSERA_DETAIL_FE_9, TESSERA_DETAIL_FE_8, TESSERA_DETAIL_FE_7, TESSERA_DETAIL_FE_6,        \
-        TESSERA_DETAIL_FE_5, TESSERA_DETAIL_FE_4, TESSERA_DETAIL_FE_3, TESSERA_DETAIL_FE_2,        \
+#define TESSERA_DETAIL_FOR_EACH(M, T, ...)                                                      \
+    TESSERA_DETAIL_EXPAND(TESSERA_DETAIL_PICK(                                                  \
+        __VA_ARGS__, TESSERA_DETAIL_FE_32, TESSERA_DETAIL_FE_31, TESSERA_DETAIL_FE_30,          \
+        TESSERA_DETAIL_FE_29, TESSERA_DETAIL_FE_28, TESSERA_DETAIL_FE_27, TESSERA_DETAIL_FE_26, \
+        TESSERA_DETAIL_FE_25, TESSERA_DETAIL_FE_24, TESSERA_DETAIL_FE_23, TESSERA_DETAIL_FE_22, \
+        TESSERA_DETAIL_FE_21, TESSERA_DETAIL_FE_20, TESSERA_DETAIL_FE_19, TESSERA_DETAIL_FE_18, \
+        TESSERA_DETAIL_FE_17, TESSERA_DETAIL_FE_16, TESSERA_DETAIL_FE_15, TESSERA_DETAIL_FE_14, \
+        TESSERA_DETAIL_FE_13, TESSERA_DETAIL_FE_12, TESSERA_DETAIL_FE_11, TESSERA_DETAIL_FE_10, \
+        TESSERA_DETAIL_FE_9, TESSERA_DETAIL_FE_8, TESSERA_DETAIL_FE_7, TESSERA_DETAIL_FE_6,     \
+        TESSERA_DETAIL_FE_5, TESSERA_DETAIL_FE_4, TESSERA_DETAIL_FE_3, TESSERA_DETAIL_FE_2,     \
         TESSERA_DETAIL_FE_1)(M, T, __VA_ARGS__))
 
 /// Describes the fields of C++ struct `Type` (at global namespace scope, after the struct and
@@ -230,16 +272,19 @@ Schema make_schema(std::string_view name, std::span<const FieldInfo> fields) {
 /// rule. At most 32 fields. Members left out are not hashed, not in JSON, and reset to their
 /// default by a JSON load; binary snapshots of a trivially copyable struct (`Schema::flat`)
 /// copy whole values, left-out members included.
-#define TESSERA_REFLECT(Type, ...)                                                           \
-    template <>                                                                              \
-    struct tessera::reflect<Type> {                                                          \
-        static const ::tessera::Schema& schema() {                                           \
-            _Pragma("GCC diagnostic push")                                                   \
-            _Pragma("GCC diagnostic ignored \"-Winvalid-offsetof\"")                         \
-            static const ::tessera::FieldInfo fields[] = {                                   \
-                TESSERA_DETAIL_FOR_EACH(TESSERA_DETAIL_FIELD, Type, __VA_ARGS__)};           \
-            _Pragma("GCC diagnostic pop")                                                    \
-            static const ::tessera::Schema s = ::tessera::detail::make_schema<Type>(#Type, fields); \
-            return s;                                                                        \
-        }                                                                                    \
+// clang-format off
+#define TESSERA_REFLECT(Type, ...)                                                                 \
+    template <>                                                                                    \
+    struct tessera::reflect<Type> {                                                                \
+        static const ::tessera::Schema& schema() {                                                 \
+            _Pragma("GCC diagnostic push")                                                         \
+            _Pragma("GCC diagnostic ignored \"-Winvalid-offsetof\"")                               \
+            static const ::tessera::FieldInfo fields[] = {                                         \
+                TESSERA_DETAIL_FOR_EACH(TESSERA_DETAIL_FIELD, Type, __VA_ARGS__)};                 \
+            _Pragma("GCC diagnostic pop")                                                          \
+            static const ::tessera::Schema s =                                                     \
+                ::tessera::detail::make_schema<Type>(#Type, fields);                               \
+            return s;                                                                              \
+        }                                                                                          \
     };
+// clang-format on

@@ -92,7 +92,8 @@ inline Runtime define_runtime(ts::World& w) {
                                        {"u32", ts::Field::u32},
                                        {"on", ts::Field::boolean},
                                        {"s", ts::Field::str}});
-    rt.flag = w.component("FuzzRtFlag", {{"v", ts::Field::u8}}, ts::ComponentOptions{.enableable = true});
+    rt.flag =
+        w.component("FuzzRtFlag", {{"v", ts::Field::u8}}, ts::ComponentOptions{.enableable = true});
     rt.tag = w.component("FuzzRtTag");
     return rt;
 }
@@ -125,8 +126,14 @@ inline void populate(ts::World& w, int variant) {
         switch ((i + variant) % 6) {
             case 0: e = w.spawn(Pos{f, -f, 0.5f}); break;
             case 1: e = w.spawn(Pos{f, 1, 2}, Stat{i, i % 2 == 0, Kind::flyer, {1, 2}, {}}); break;
-            case 2: e = w.spawn(Name{"unit " + std::to_string(i), static_cast<std::uint32_t>(i)}, Dead{}); break;
-            case 3: e = w.spawn(Ai{static_cast<std::uint16_t>(i), 7}, Nested{Pos{f, f, f}, {-1, 1}, 99}); break;
+            case 2:
+                e = w.spawn(Name{"unit " + std::to_string(i), static_cast<std::uint32_t>(i)},
+                            Dead{});
+                break;
+            case 3:
+                e = w.spawn(Ai{static_cast<std::uint16_t>(i), 7},
+                            Nested{Pos{f, f, f}, {-1, 1}, 99});
+                break;
             case 4:
                 e = w.spawn();
                 w.add(e, rt.all);

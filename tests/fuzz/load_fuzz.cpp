@@ -45,26 +45,30 @@ std::uint64_t walk(ts::World& w, const fuzzw::Runtime& rt) {
         check(w.is_alive(e), "entities() lists a dead entity");
         sum += e.index;
         if (const fuzzw::Name* n = w.try_get<fuzzw::Name>(e)) sum += n->text.size() + n->n;
-        if (const fuzzw::Stat* s = w.try_get<fuzzw::Stat>(e)) sum += w.strings().get(s->label.value).size();
+        if (const fuzzw::Stat* s = w.try_get<fuzzw::Stat>(e))
+            sum += w.strings().get(s->label.value).size();
         if (w.has<fuzzw::Ai>(e)) sum += w.is_enabled<fuzzw::Ai>(e) ? 1 : 0;
         if (const fuzzw::Link* l = w.relation<fuzzw::Link>(e)) sum += l->why.size();
         for (const ts::Entity t : w.targets<fuzzw::Link>(e)) {
             check(w.is_alive(t), "a Link target is dead");
             check(w.related<fuzzw::Link>(e, t), "related<Link> disagrees with targets<Link>");
         }
-        for (const ts::Entity t : w.targets<fuzzw::Likes>(e)) check(w.is_alive(t), "a Likes target is dead");
-        for (const ts::Entity s : w.sources<fuzzw::Link>(e)) check(w.related<fuzzw::Link>(s, e), "a bad reverse Link");
+        for (const ts::Entity t : w.targets<fuzzw::Likes>(e))
+            check(w.is_alive(t), "a Likes target is dead");
+        for (const ts::Entity s : w.sources<fuzzw::Link>(e))
+            check(w.related<fuzzw::Link>(s, e), "a bad reverse Link");
         for (const ts::Entity p : w.parents(e)) check(w.is_alive(p), "a parent is dead");
-        for (const ts::Entity c : w.children(e)) check(w.related<ts::ChildOf>(c, e), "a bad reverse ChildOf");
+        for (const ts::Entity c : w.children(e))
+            check(w.related<ts::ChildOf>(c, e), "a bad reverse ChildOf");
         if (w.has(e, rt.all)) {
             sum += w.get_field<std::string>(e, rt.all, "s").size();
             sum += static_cast<std::uint64_t>(w.get_field<double>(e, rt.all, "u32"));
         }
     }
-    w.query<ts::Entity, const fuzzw::Pos&>().each([&](ts::Entity e, const fuzzw::Pos&) { sum += e.index; });
-    w.query<const fuzzw::Ai&, const fuzzw::Nested&>().each([&](const fuzzw::Ai& a, const fuzzw::Nested& n) {
-        sum += a.mode + n.id;
-    });
+    w.query<ts::Entity, const fuzzw::Pos&>().each(
+        [&](ts::Entity e, const fuzzw::Pos&) { sum += e.index; });
+    w.query<const fuzzw::Ai&, const fuzzw::Nested&>().each(
+        [&](const fuzzw::Ai& a, const fuzzw::Nested& n) { sum += a.mode + n.id; });
     w.query_dynamic({.all = {rt.flag}}).each_chunk([&](ts::Chunk& c) {
         const std::uint8_t* flags = c.enabled(rt.flag);
         for (std::size_t r = 0; r < c.count(); ++r) sum += flags[r];
@@ -81,7 +85,8 @@ void check_free_list(const ts::World& w, std::size_t input_size) {
     for (const ts::Entity e : c.entities()) used.insert(e.index);
     for (std::size_t i = 0; i <= input_size / 4; ++i) {
         if (!used.insert(c.spawn().index).second)
-            finding("spawn returned an index in use: the loaded free list repeats an index or loops");
+            finding(
+                "spawn returned an index in use: the loaded free list repeats an index or loops");
     }
 }
 
@@ -139,7 +144,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
         ts::load(bytes, world);
     } catch (const ts::Error& e) {
-        check(e.code() == ts::errc::invalid_argument, "load threw an Error other than invalid_argument");
+        check(e.code() == ts::errc::invalid_argument,
+              "load threw an Error other than invalid_argument");
         check(world.count() == 0, "a failed load left entities in the target");
         return 0;
     }

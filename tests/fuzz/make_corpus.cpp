@@ -15,7 +15,8 @@ namespace {
 
 void write(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
     std::printf("%s (%zu bytes)\n", path.filename().c_str(), bytes.size());
 }
 
@@ -40,7 +41,8 @@ int main(int argc, char** argv) {
     const std::size_t n = largest.size();
     for (const std::size_t cut : {std::size_t{3}, std::size_t{20}, n / 4, n / 2, n - 1}) {
         write(dir / ("seed-cut-" + std::to_string(cut) + ".bin"),
-              std::vector<std::byte>(largest.begin(), largest.begin() + static_cast<std::ptrdiff_t>(cut)));
+              std::vector<std::byte>(largest.begin(),
+                                     largest.begin() + static_cast<std::ptrdiff_t>(cut)));
     }
     for (const std::size_t at : {std::size_t{8}, std::size_t{17}, n / 3, n / 2 + 5, n - 9}) {
         std::vector<std::byte> flipped = largest;

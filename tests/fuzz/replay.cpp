@@ -24,7 +24,8 @@ int main(int argc, char** argv) {
     }
     for (const std::filesystem::path& file : files) {
         std::ifstream in(file, std::ios::binary);
-        const std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        const std::vector<char> data((std::istreambuf_iterator<char>(in)),
+                                     std::istreambuf_iterator<char>());
         std::printf("%s (%zu bytes)\n", file.filename().c_str(), data.size());
         std::fflush(stdout);
         LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(data.data()), data.size());

@@ -27,7 +27,7 @@
 namespace tessera {
 class World;
 class StringTable;
-}
+}  // namespace tessera
 
 namespace tessera::detail {
 
