@@ -3,7 +3,7 @@
 #   make deps      check the Debian packages; install missing ones (root) or print the apt-get line
 #   make test      dev preset: configure, build, run every test
 #   make sanitize  asan preset (ASan + UBSan)      make tsan   tsan preset (ThreadSanitizer)
-#   make clang     clang preset (clang++ -Werror)  make demo   release build, run examples/hello
+#   make clang     clang preset (clang++ -Werror)  make demo   release build, run the arena demo
 #   make bench     release benchmarks -> build/release/bench/results.json + docs/benchmarks.md
 #   make format    clang-format -i on every .hpp/.cpp
 #
@@ -20,7 +20,8 @@ CTEST_ARGS ?=
 DEB_PACKAGES := cmake ninja-build g++ clang libgtest-dev libgmock-dev libbenchmark-dev \
                 libtbb-dev libglm-dev nlohmann-json3-dev python3 clang-format
 
-DEMO := build/release/examples/hello/hello
+DEMO := build/release/examples/arena/arena
+DEMO_ARGS ?=
 BENCH_BIN := build/release/bench/tessera_bench
 BENCH_JSON := build/release/bench/results.json
 BENCH_WARM_JSON := build/release/bench/results-warm.json
@@ -31,7 +32,7 @@ FORMAT_DIRS := include src tests bench examples tools
 
 help:
 	@echo "tessera make targets:"
-	@echo "  make demo       build (release preset) and run the demo ($(DEMO))"
+	@echo "  make demo       build (release preset) and run the arena demo (DEMO_ARGS=--render draws it)"
 	@echo "  make test       configure, build and run all tests (dev preset: -O2 -g, assertions on)"
 	@echo "  make sanitize   the tests under AddressSanitizer + UBSan (asan preset)"
 	@echo "  make tsan       the tests under ThreadSanitizer (tsan preset)"
@@ -79,8 +80,8 @@ clang: deps
 
 demo: deps
 	cmake --preset release
-	cmake --build --preset release --target hello
-	./$(DEMO)
+	cmake --build --preset release --target arena
+	./$(DEMO) $(DEMO_ARGS)
 
 bench: deps
 	cmake --preset release
