@@ -44,13 +44,6 @@ struct StorageAccess {
     static Archetype& create(Storage& s, std::span<const ComponentId> sorted) {
         return s.create_archetype(sorted);
     }
-    static Archetype* find(Storage& s, std::span<const ComponentId> sorted) {
-        for (std::size_t i = empty_archetype; i < s.archetypes_.size(); ++i) {
-            Archetype& a = *s.archetypes_[i];
-            if (i != pending_archetype && std::ranges::equal(a.ids, sorted)) return &a;
-        }
-        return nullptr;
-    }
     static void grow(Storage& s, Archetype& a, std::size_t n) { s.reserve_rows(a, n); }
     static void records(Storage& s, std::span<const std::uint32_t> generations) {
         s.reserve_records(generations.size());
@@ -75,10 +68,6 @@ namespace {
 
 [[noreturn]] void fail(const char* op, const std::string& why) {
     throw Error(errc::invalid_argument, std::string(op) + ": " + why);
-}
-
-void check_quiet(const Storage& s, const char* op) {
-    if (s.deferring()) fail(op, "the world is iterating; call it outside loops and observers");
 }
 
 // ------------------------------------------------------------------- what a column holds
@@ -331,7 +320,7 @@ void build(const Image& image, ColumnSource& columns, Storage& b, const char* op
             fail(op, "the first archetype must be the empty one, and only it");
         Archetype* a = &b.archetype(empty_archetype);
         if (ai != 0) {
-            if (StorageAccess::find(b, sorted) != nullptr)
+            if (b.find_archetype(sorted) != nullptr)
                 fail(op, "two archetypes have the same components");
             a = &StorageAccess::create(b, sorted);
         }
@@ -398,11 +387,8 @@ void load_image(const Image& image, ColumnSource& columns, World& world, const c
     Storage& target = world.storage();
     check_quiet(target, op);
     if (target.count() != 0) fail(op, "the target world is not empty");
-    Storage* b = new_storage(target.resource());
-    struct Guard {
-        Storage* s;
-        ~Guard() { delete_storage(s); }
-    } guard{b};
+    const StorageGuard guard{new_storage(target.resource())};
+    Storage* b = guard.s;
     build(image, columns, *b, op);
     columns.finish();
     replace_state(target, *b);

@@ -14,7 +14,6 @@ namespace tessera {
 
 namespace detail {
 
-namespace {
 void check_quiet(const Storage& s, const char* op) {
     if (s.deferring()) {
         throw Error(errc::invalid_argument, std::string(op) +
@@ -22,14 +21,6 @@ void check_quiet(const Storage& s, const char* op) {
                                                 "observers and parallel systems");
     }
 }
-
-// Owns a storage until released.
-struct StorageGuard {
-    Storage* s;
-    ~StorageGuard() { delete_storage(s); }
-    Storage* release() noexcept { return std::exchange(s, nullptr); }
-};
-}  // namespace
 
 /// Puts `built` (a complete world state made with `target`'s memory resource) in place of
 /// `target`'s state, keeping what the world has beyond its state: observers, resources, the

@@ -248,15 +248,18 @@ void Storage::reserve_columns(WorldComponent& wc, std::size_t n) {
     wc.column_capacity = static_cast<std::uint32_t>(cap);
 }
 
-Archetype& Storage::archetype_for(std::span<const ComponentId> ids) {
+Archetype* Storage::find_archetype(std::span<const ComponentId> ids) const noexcept {
     const std::uint64_t h = hash_ids(ids);
     for (const SetKey& k : set_index_) {
         if (k.hash != h) continue;
-        const Archetype& a = *archetypes_[k.archetype];
-        if (std::equal(a.ids.begin(), a.ids.end(), ids.begin(), ids.end())) {
-            return *archetypes_[k.archetype];
-        }
+        Archetype* a = archetypes_[k.archetype];
+        if (std::equal(a->ids.begin(), a->ids.end(), ids.begin(), ids.end())) return a;
     }
+    return nullptr;
+}
+
+Archetype& Storage::archetype_for(std::span<const ComponentId> ids) {
+    if (Archetype* a = find_archetype(ids)) return *a;
     return create_archetype(ids);
 }
 

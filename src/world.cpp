@@ -36,7 +36,8 @@ void delete_storage(Storage* s) noexcept {
 World::World() : World(std::pmr::get_default_resource()) {}
 
 World::World(std::pmr::memory_resource* resource)
-    : storage_(detail::new_storage(resource != nullptr ? resource : std::pmr::get_default_resource())) {
+    : storage_(
+          detail::new_storage(resource != nullptr ? resource : std::pmr::get_default_resource())) {
     storage_->set_owner(this);
 }
 

@@ -4,12 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include "common/error_of.hpp"
+
 #include <cstring>
 #include <memory_resource>
 #include <string>
 #include <vector>
 
 namespace ts = tessera;
+using tessera::test::error_of;
 
 namespace {
 
@@ -19,17 +22,6 @@ struct Position {
 
 ts::ComponentId health_of(ts::World& w) {
     return w.component("DynHealth", {{"hp", ts::Field::i32}, {"max", ts::Field::i32}});
-}
-
-template <class F>
-ts::errc error_of(F&& f) {
-    try {
-        f();
-    } catch (const ts::Error& e) {
-        return e.code();
-    }
-    ADD_FAILURE() << "no tessera::Error thrown";
-    return ts::errc::invalid_argument;
 }
 
 }  // namespace

@@ -284,39 +284,29 @@ std::vector<Step> script() {
                      EXPECT_EQ(static_cast<std::uint64_t>(w.added_tick<Counted>(c.e[3])), 2u);
                  }});
     // Relations: each relate / unrelate / despawn is one operation with the strong guarantee.
-    s.push_back({"relate(e3, ChildOf, e0) first", [](World& w, Ctx& c) {
-                     w.relate(c.e[3], tessera::ChildOf{}, c.e[0]);
-                 }});
-    s.push_back({"relate(e3, ChildOf, e5) second parent", [](World& w, Ctx& c) {
-                     w.relate(c.e[3], tessera::ChildOf{}, c.e[5]);
-                 }});
-    s.push_back({"relate(e2, Rope, e4) heap data", [](World& w, Ctx& c) {
-                     w.relate(c.e[2], Rope{long_text(40)}, c.e[4]);
-                 }});
-    s.push_back({"relate(e2, Rope, e0) replaces the data", [](World& w, Ctx& c) {
-                     w.relate(c.e[2], Rope{long_text(41)}, c.e[0]);
-                 }});
-    s.push_back({"relate(many[10], ChildOf, e4)", [](World& w, Ctx& c) {
-                     w.relate(c.many[10], tessera::ChildOf{}, c.e[4]);
-                 }});
-    s.push_back({"relate(many[11], ChildOf, many[10])", [](World& w, Ctx& c) {
-                     w.relate(c.many[11], tessera::ChildOf{}, c.many[10]);
-                 }});
-    s.push_back({"relate(many[12], Rope, many[10])", [](World& w, Ctx& c) {
-                     w.relate(c.many[12], Rope{long_text(42)}, c.many[10]);
-                 }});
+    s.push_back({"relate(e3, ChildOf, e0) first",
+                 [](World& w, Ctx& c) { w.relate(c.e[3], tessera::ChildOf{}, c.e[0]); }});
+    s.push_back({"relate(e3, ChildOf, e5) second parent",
+                 [](World& w, Ctx& c) { w.relate(c.e[3], tessera::ChildOf{}, c.e[5]); }});
+    s.push_back({"relate(e2, Rope, e4) heap data",
+                 [](World& w, Ctx& c) { w.relate(c.e[2], Rope{long_text(40)}, c.e[4]); }});
+    s.push_back({"relate(e2, Rope, e0) replaces the data",
+                 [](World& w, Ctx& c) { w.relate(c.e[2], Rope{long_text(41)}, c.e[0]); }});
+    s.push_back({"relate(many[10], ChildOf, e4)",
+                 [](World& w, Ctx& c) { w.relate(c.many[10], tessera::ChildOf{}, c.e[4]); }});
+    s.push_back({"relate(many[11], ChildOf, many[10])",
+                 [](World& w, Ctx& c) { w.relate(c.many[11], tessera::ChildOf{}, c.many[10]); }});
+    s.push_back({"relate(many[12], Rope, many[10])",
+                 [](World& w, Ctx& c) { w.relate(c.many[12], Rope{long_text(42)}, c.many[10]); }});
     s.push_back({"unrelate<ChildOf>(e3, e0) one of two", [](World& w, Ctx& c) {
                      EXPECT_TRUE(w.unrelate<tessera::ChildOf>(c.e[3], c.e[0]));
                  }});
-    s.push_back({"unrelate<Rope>(e2, e0) keeps e4", [](World& w, Ctx& c) {
-                     EXPECT_TRUE(w.unrelate<Rope>(c.e[2], c.e[0]));
-                 }});
-    s.push_back({"despawn(e4) cascades; survivors lose their last target", [](World& w, Ctx& c) {
-                     EXPECT_TRUE(w.despawn(c.e[4]));
-                 }});
-    s.push_back({"unrelate<ChildOf>(e3) all", [](World& w, Ctx& c) {
-                     EXPECT_EQ(w.unrelate<tessera::ChildOf>(c.e[3]), 1u);
-                 }});
+    s.push_back({"unrelate<Rope>(e2, e0) keeps e4",
+                 [](World& w, Ctx& c) { EXPECT_TRUE(w.unrelate<Rope>(c.e[2], c.e[0])); }});
+    s.push_back({"despawn(e4) cascades; survivors lose their last target",
+                 [](World& w, Ctx& c) { EXPECT_TRUE(w.despawn(c.e[4])); }});
+    s.push_back({"unrelate<ChildOf>(e3) all",
+                 [](World& w, Ctx& c) { EXPECT_EQ(w.unrelate<tessera::ChildOf>(c.e[3]), 1u); }});
     // Whole-world copies: a failed copy leaves the world and leaks nothing; a restore is all or
     // nothing.
     s.push_back({"clone", [](World& w, Ctx&) {

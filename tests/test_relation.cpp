@@ -4,12 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include "common/error_of.hpp"
+
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace ts = tessera;
+using tessera::test::error_of;
 
 namespace {
 
@@ -27,17 +30,6 @@ struct Label {
 
 std::vector<ts::Entity> list(std::span<const ts::Entity> s) {
     return {s.begin(), s.end()};
-}
-
-template <class F>
-ts::errc error_of(F&& f) {
-    try {
-        f();
-    } catch (const ts::Error& e) {
-        return e.code();
-    }
-    ADD_FAILURE() << "no ts::Error thrown";
-    return ts::errc::invalid_argument;
 }
 
 TEST(Relation, RelateAddsDataAndTargets) {
@@ -467,10 +459,11 @@ TEST(RelationObserver, RelateAndUnrelateFireWithTheData) {
     ts::Observer on = w.on_relate<Joint>([&](ts::World&, ts::Entity e, ts::Entity t, Joint& j) {
         log.add("relate" + std::to_string(j.v), e, t);
     });
-    ts::Observer off = w.on_unrelate<Joint>([&](ts::World& world, ts::Entity e, ts::Entity t, Joint& j) {
-        EXPECT_TRUE(world.related<Joint>(e, t));  // before the removal
-        log.add("unrelate" + std::to_string(j.v), e, t);
-    });
+    ts::Observer off =
+        w.on_unrelate<Joint>([&](ts::World& world, ts::Entity e, ts::Entity t, Joint& j) {
+            EXPECT_TRUE(world.related<Joint>(e, t));  // before the removal
+            log.add("unrelate" + std::to_string(j.v), e, t);
+        });
     const ts::Entity a = w.spawn(), b = w.spawn(), c = w.spawn();
     w.relate(a, Joint{1}, b);
     w.relate(a, Joint{2}, c);
@@ -490,14 +483,15 @@ TEST(RelationObserver, FirstRelateIsAnAddAndEnter) {
     ts::Observer o3 = with_parent.on_exit([&](ts::World&, ts::Entity e) { log.add("exit", e); });
     ts::Observer o4 = w.on_relate<ts::ChildOf>(
         [&](ts::World&, ts::Entity e, ts::Entity t) { log.add("relate", e, t); });
-    ts::Observer o5 = w.on_remove<ts::ChildOf>([&](ts::World&, ts::Entity e) { log.add("remove", e); });
+    ts::Observer o5 =
+        w.on_remove<ts::ChildOf>([&](ts::World&, ts::Entity e) { log.add("remove", e); });
     ts::Observer o6 = w.on_unrelate<ts::ChildOf>(
         [&](ts::World&, ts::Entity e, ts::Entity t) { log.add("unrelate", e, t); });
     const ts::Entity p = w.spawn(), c = w.spawn();
     w.relate(c, ts::ChildOf{}, p);
     w.unrelate<ts::ChildOf>(c, p);
-    EXPECT_EQ(log.lines, (std::vector<std::string>{"add 1", "enter 1", "relate 1->0", "unrelate 1->0",
-                                                   "remove 1", "exit 1"}));
+    EXPECT_EQ(log.lines, (std::vector<std::string>{"add 1", "enter 1", "relate 1->0",
+                                                   "unrelate 1->0", "remove 1", "exit 1"}));
 }
 
 TEST(RelationObserver, DespawnOrder) {
@@ -506,7 +500,8 @@ TEST(RelationObserver, DespawnOrder) {
     ts::Observer a = w.on_despawn([&](ts::World&, ts::Entity e) { log.add("despawn", e); });
     ts::Observer b = w.on_unrelate<ts::ChildOf>(
         [&](ts::World&, ts::Entity e, ts::Entity t) { log.add("unrelate", e, t); });
-    ts::Observer c = w.on_remove<ts::ChildOf>([&](ts::World&, ts::Entity e) { log.add("remove", e); });
+    ts::Observer c =
+        w.on_remove<ts::ChildOf>([&](ts::World&, ts::Entity e) { log.add("remove", e); });
     const ts::Entity root = w.spawn(), other = w.spawn(), kid = w.spawn(), shared = w.spawn();
     w.relate(kid, ts::ChildOf{}, root);
     w.relate(shared, ts::ChildOf{}, root);
@@ -557,8 +552,8 @@ TEST(RelationObserver, ThrowingObserverLeavesTheChangeDone) {
 
 namespace {
 
-void attach(ts::View<ts::Entity, const Hp&, ts::Without<ts::ChildOf>> orphans, ts::Res<ts::Entity> root,
-            ts::Commands cmds) {
+void attach(ts::View<ts::Entity, const Hp&, ts::Without<ts::ChildOf>> orphans,
+            ts::Res<ts::Entity> root, ts::Commands cmds) {
     orphans.each([&](ts::Entity e, const Hp&) {
         if (e != *root) cmds.relate(e, ts::ChildOf{}, *root);
     });

@@ -5,11 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include "common/error_of.hpp"
+
 #include <memory>
 #include <string>
 #include <vector>
 
 namespace ts = tessera;
+using tessera::test::error_of;
 
 namespace sz {
 struct Pos {
@@ -48,17 +51,6 @@ struct tessera::component_traits<sz::Ai> {
 };
 
 namespace {
-
-template <class F>
-ts::errc error_of(F&& f) {
-    try {
-        f();
-    } catch (const ts::Error& e) {
-        return e.code();
-    }
-    ADD_FAILURE() << "no tessera::Error thrown";
-    return ts::errc::invalid_argument;
-}
 
 // Every entity (in iteration order) with its components' observable state.
 std::string dump(ts::World& w) {

@@ -293,6 +293,8 @@ public:
     }
 
     // ---- archetypes ----
+    /// The archetype of exactly this set (sorted, unique ids), or null when none exists.
+    [[nodiscard]] Archetype* find_archetype(std::span<const ComponentId> sorted_ids) const noexcept;
     /// The archetype of exactly this set (sorted, unique ids, all ensured), created if needed.
     Archetype& archetype_for(std::span<const ComponentId> sorted_ids);
     /// The archetype `from` leads to by adding (or removing) `id`; cached on `from`'s edges.
@@ -670,6 +672,20 @@ void replace_state(Storage& target, Storage& built);
 /// A storage allocated from (and allocating from) `mr`; `delete_storage` frees it.
 Storage* new_storage(std::pmr::memory_resource* mr);
 void delete_storage(Storage* s) noexcept;
+
+/// Owns a storage from `new_storage` until released.
+struct StorageGuard {
+    Storage* s;
+    explicit StorageGuard(Storage* owned) noexcept : s(owned) {}
+    StorageGuard(const StorageGuard&) = delete;
+    StorageGuard& operator=(const StorageGuard&) = delete;
+    ~StorageGuard() { delete_storage(s); }
+    Storage* release() noexcept { return std::exchange(s, nullptr); }
+};
+
+/// Throws invalid_argument (naming `op`) while `s` is iterating: whole-world copies, restores
+/// and loads run outside loops, observers and parallel systems.
+void check_quiet(const Storage& s, const char* op);
 
 /// Destroys a relation index made by `Storage::relation_index` (null: nothing).
 void destroy_relation_index(RelationIndex* index) noexcept;
