@@ -76,14 +76,11 @@ StringTable::StringTable(std::pmr::memory_resource* mr)
     grow_slots();
 }
 
+// After the delegated constructor the object is complete: if interning throws, its
+// destructor runs and frees the blocks.
 StringTable::StringTable(const StringTable& other) : StringTable(other.mr_) {
-    try {
-        strings_.reserve(other.strings_.size());
-        for (std::size_t i = 1; i < other.strings_.size(); ++i) intern(other.strings_[i]);
-    } catch (...) {
-        this->~StringTable();
-        throw;
-    }
+    strings_.reserve(other.strings_.size());
+    for (std::size_t i = 1; i < other.strings_.size(); ++i) intern(other.strings_[i]);
 }
 
 StringTable::~StringTable() {

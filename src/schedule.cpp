@@ -6,6 +6,7 @@
 #include <tbb/task_group.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <exception>
@@ -19,6 +20,7 @@ namespace {
 
 constexpr std::size_t phase_count = 4;  // start, pre_update, update, post_update
 constexpr std::chrono::nanoseconds default_threshold{50'000};
+constexpr std::size_t history_size = 128;  // runs kept per system for Schedule::stats
 
 const char* phase_name(Phase p) noexcept {
     switch (p) {
@@ -46,8 +48,11 @@ struct SystemEntry {
     std::uint64_t last_tick = 0;  ///< the tick of its previous run
     CommandBuffer commands;
     std::uint64_t duration_ns = 0;  ///< its last run, when measured
-    std::size_t position = 0;       ///< in its phase's deterministic order
-    bool takes_world = false;       ///< it has a World& parameter (exclusive or declared)
+    /// The last `history_size` measured run times (ns), a ring; `runs` counts every measured run.
+    std::array<std::uint64_t, history_size> history{};
+    std::uint64_t runs = 0;
+    std::size_t position = 0;  ///< in its phase's deterministic order
+    bool takes_world = false;  ///< it has a World& parameter (exclusive or declared)
 
     /// The access the schedule uses: deduced, plus what was declared; a `World&` system with
     /// declared access is trusted not to need exclusivity.
@@ -71,7 +76,7 @@ struct PhaseGraph {
     PhaseRun run;
     std::unique_ptr<std::atomic<std::uint32_t>[]> remaining;  // parallel runs
     std::unique_ptr<std::atomic<std::uint8_t>[]> skipped;
-    std::vector<std::uint32_t> ready;
+    std::vector<std::uint32_t> pending;  ///< predecessors inside the segment being started
 };
 
 bool always_present(const World&) noexcept {
@@ -129,6 +134,7 @@ struct Schedule::Impl {
     PhaseGraph phases[phase_count];
     std::size_t skipped = 0;
     std::chrono::nanoseconds threshold = default_threshold;
+    bool profiling = false;
 
     SystemEntry* find(std::string_view name) const noexcept {
         for (const auto& s : systems) {
@@ -151,6 +157,8 @@ struct Schedule::Impl {
     void run_inline(PhaseGraph& g, PhaseRun& r, World& w, float dt, bool measure);
     void run_parallel(PhaseGraph& g, PhaseRun& r, World& w, float dt, int workers,
                       tbb::task_arena* arena);
+    void run_segment(PhaseGraph& g, PhaseRun& r, World& w, float dt, int workers,
+                     tbb::task_arena* arena, std::uint32_t first, std::uint32_t last);
     void sync(SystemEntry& s, World& w, bool ok);
     void run(World& w, int workers, tbb::task_arena* arena, float dt);
 };
@@ -297,7 +305,7 @@ void Schedule::Impl::build_phase(std::size_t p) {
     g.run.errors.assign(n, nullptr);
     g.remaining = std::make_unique<std::atomic<std::uint32_t>[]>(n);
     g.skipped = std::make_unique<std::atomic<std::uint8_t>[]>(n);
-    g.ready.reserve(n);
+    g.pending.assign(n, 0);
     std::vector<std::size_t> layer(n, 0);
     for (std::size_t a = 0; a < n; ++a) {
         for (const std::uint32_t b : g.successors[a]) layer[b] = std::max(layer[b], layer[a] + 1);
@@ -351,6 +359,7 @@ void Schedule::Impl::run_one(SystemEntry& s, World& w, std::uint64_t tick, float
             static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                            std::chrono::steady_clock::now() - start)
                                            .count());
+        if (profiling) s.history[s.runs++ % history_size] = s.duration_ns;
     }
 }
 
@@ -371,24 +380,85 @@ void Schedule::Impl::run_inline(PhaseGraph& g, PhaseRun& r, World& w, float dt, 
     }
 }
 
+// A parallel phase. Its exclusive (`World&`) systems run on the calling thread, the thread
+// that owns the world: every system before one in the deterministic order precedes it and every
+// system after it follows it (it conflicts with all), so the phase splits there into segments
+// that run in parallel, with the exclusive system inline between them.
 void Schedule::Impl::run_parallel(PhaseGraph& g, PhaseRun& r, World& w, float dt, int workers,
                                   tbb::task_arena* arena) {
-    const std::size_t n = g.order.size();
+    const auto n = static_cast<std::uint32_t>(g.order.size());
+    std::atomic<std::uint8_t>* skipped = g.skipped.get();
+    for (std::uint32_t k = 0; k < n; ++k) skipped[k].store(0, std::memory_order_relaxed);
+    std::uint32_t first = 0;
+    for (std::uint32_t k = 0; k < n; ++k) {
+        if (!g.order[k]->access.exclusive || r.ticks[k] == 0) continue;
+        if (first < k) run_segment(g, r, w, dt, workers, arena, first, k);
+        first = k + 1;
+        bool ok = skipped[k].load(std::memory_order_relaxed) == 0;
+        if (ok) {
+            try {
+                if (arena != nullptr)
+                    arena->execute([&] { run_one(*g.order[k], w, r.ticks[k], dt, true); });
+                else
+                    run_one(*g.order[k], w, r.ticks[k], dt, true);
+            } catch (...) {
+                r.errors[k] = std::current_exception();
+                ok = false;
+            }
+        }
+        if (!ok) {
+            for (const std::uint32_t s : g.successors[k])
+                skipped[s].store(1, std::memory_order_relaxed);
+        }
+    }
+    if (first < n) run_segment(g, r, w, dt, workers, arena, first, n);
+    for (std::size_t k = 0; k < n; ++k) r.skipped[k] = skipped[k].load(std::memory_order_relaxed);
+}
+
+// Runs positions [first, last) of a phase in parallel; those before `first` are done.
+void Schedule::Impl::run_segment(PhaseGraph& g, PhaseRun& r, World& w, float dt, int workers,
+                                 tbb::task_arena* arena, std::uint32_t first, std::uint32_t last) {
     std::atomic<std::uint32_t>* remaining = g.remaining.get();
     std::atomic<std::uint8_t>* skipped = g.skipped.get();
-    std::vector<std::uint32_t>& ready = g.ready;  // a FIFO: [head, size)
-    ready.clear();
-    std::size_t head = 0;
-    for (std::size_t k = 0; k < n; ++k) {
-        remaining[k].store(g.predecessors[k], std::memory_order_relaxed);
-        skipped[k].store(0, std::memory_order_relaxed);
-        if (g.predecessors[k] == 0) ready.push_back(static_cast<std::uint32_t>(k));
+    std::uint32_t* const pending = g.pending.data();
+    for (std::uint32_t k = first; k < last; ++k) pending[k] = 0;
+    for (std::uint32_t k = first; k < last; ++k) {
+        for (const std::uint32_t s : g.successors[k]) {
+            if (s < last) ++pending[s];
+        }
     }
+    for (std::uint32_t k = first; k < last; ++k)
+        remaining[k].store(pending[k], std::memory_order_relaxed);
+    // Runs system k, then releases its successors (a failed or skipped one marks them skipped);
+    // `spawn` starts each successor that became ready.
+    auto execute = [&](std::uint32_t k, auto&& spawn) {
+        bool ok = skipped[k].load(std::memory_order_acquire) == 0;
+        if (ok && r.ticks[k] != 0) {
+            try {
+                run_one(*g.order[k], w, r.ticks[k], dt, true);
+            } catch (...) {
+                r.errors[k] = std::current_exception();
+                ok = false;
+            }
+        }
+        for (const std::uint32_t s : g.successors[k]) {
+            if (!ok) skipped[s].store(1, std::memory_order_release);
+            if (s < last && remaining[s].fetch_sub(1, std::memory_order_acq_rel) == 1) spawn(s);
+        }
+    };
+#ifdef TESSERA_TSAN
+    // oneTBB's scheduler is not instrumented for TSan: run the same graph on plain threads
+    // taking ready systems from a shared FIFO.
+    (void)arena;
     std::mutex m;
     std::condition_variable cv;
+    std::vector<std::uint32_t> ready;
+    std::size_t head = 0;
     std::size_t done = 0;
-    // A lane takes ready systems until every system of the phase is done; finishing one
-    // releases its successors (a failed or skipped one marks them skipped).
+    const std::size_t n = last - first;
+    for (std::uint32_t k = first; k < last; ++k) {
+        if (pending[k] == 0) ready.push_back(k);
+    }
     auto lane = [&] {
         std::unique_lock lock(m);
         for (;;) {
@@ -396,45 +466,42 @@ void Schedule::Impl::run_parallel(PhaseGraph& g, PhaseRun& r, World& w, float dt
             if (head == ready.size()) return;
             const std::uint32_t k = ready[head++];
             lock.unlock();
-            bool ok = skipped[k].load(std::memory_order_acquire) == 0;
-            if (ok && r.ticks[k] != 0) {
-                try {
-#ifdef TESSERA_TSAN
-                    run_one(*g.order[k], w, r.ticks[k], dt, true);
-#else
-                    // Isolated: while the system waits inside (a par_each), this thread runs
-                    // only that wait's tasks, never another lane, which could block on systems
-                    // below it on the same stack.
-                    tbb::this_task_arena::isolate(
-                        [&] { run_one(*g.order[k], w, r.ticks[k], dt, true); });
-#endif
-                } catch (...) {
-                    r.errors[k] = std::current_exception();
-                    ok = false;
-                }
-            }
+            std::vector<std::uint32_t> released;
+            execute(k, [&](std::uint32_t s) { released.push_back(s); });
             lock.lock();
-            for (const std::uint32_t s : g.successors[k]) {
-                if (!ok) skipped[s].store(1, std::memory_order_release);
-                if (remaining[s].fetch_sub(1, std::memory_order_acq_rel) == 1) ready.push_back(s);
-            }
+            ready.insert(ready.end(), released.begin(), released.end());
             ++done;
             cv.notify_all();
         }
     };
-    const auto lanes = static_cast<std::size_t>(
-        std::min<std::size_t>(static_cast<std::size_t>(std::max(workers, 1)), n));
-#ifdef TESSERA_TSAN
-    (void)arena;
+    const std::size_t lanes =
+        std::min<std::size_t>(static_cast<std::size_t>(std::max(workers, 1)), n);
     std::vector<std::thread> threads;
     for (std::size_t k = 1; k < lanes; ++k) threads.emplace_back(lane);
     lane();
     for (std::thread& t : threads) t.join();
 #else
+    (void)workers;
+    // One task per system, spawned when its last predecessor finishes: a worker with no
+    // system to run goes back to the scheduler and helps the running ones' par_each, instead
+    // of waiting for a system to become ready.
+    tbb::task_group tasks;
+    struct Spawn {
+        tbb::task_group& tasks;
+        const decltype(execute)& run;
+        void operator()(std::uint32_t k) const {
+            tasks.run([*this, k] {
+                // Isolated: while the system waits inside (a par_each), this thread runs only
+                // that wait's tasks, never another system, which would delay the wait's return.
+                tbb::this_task_arena::isolate([&] { run(k, *this); });
+            });
+        }
+    };
+    const Spawn spawn{tasks, execute};
     auto body = [&] {
-        tbb::task_group tasks;
-        for (std::size_t k = 1; k < lanes; ++k) tasks.run(lane);
-        lane();
+        for (std::uint32_t k = first; k < last; ++k) {
+            if (pending[k] == 0) spawn(k);
+        }
         tasks.wait();
     };
     if (arena != nullptr)
@@ -442,7 +509,6 @@ void Schedule::Impl::run_parallel(PhaseGraph& g, PhaseRun& r, World& w, float dt
     else
         body();
 #endif
-    for (std::size_t k = 0; k < n; ++k) r.skipped[k] = skipped[k].load(std::memory_order_relaxed);
 }
 
 void Schedule::Impl::sync(SystemEntry& s, World& w, bool ok) {
@@ -486,13 +552,14 @@ void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_a
     }
     const bool parallel = workers > 1 && enabled > 1 && g.layers < n &&
                           work >= static_cast<std::uint64_t>(threshold.count());
+    const bool measure = workers > 1 || profiling;
     if (parallel) {
         run_parallel(g, r, w, dt, workers, arena);
     } else if (arena != nullptr) {
         // Inside the engine's arena, so a par_each in a system uses its workers.
-        arena->execute([&] { run_inline(g, r, w, dt, workers > 1); });
+        arena->execute([&] { run_inline(g, r, w, dt, measure); });
     } else {
-        run_inline(g, r, w, dt, workers > 1);
+        run_inline(g, r, w, dt, measure);
     }
     // Sync point: the phase's writes are all stamped at most `next`; what follows is newer.
     storage.set_tick(next + 1);
@@ -586,7 +653,7 @@ void Schedule::run_system(std::string_view name, World& world, float dt) {
     const std::uint64_t tick = storage.tick() + 1;
     std::exception_ptr error;
     try {
-        impl_->run_one(s, world, tick, dt, false);
+        impl_->run_one(s, world, tick, dt, impl_->profiling);
     } catch (...) {
         error = std::current_exception();
     }
@@ -640,6 +707,59 @@ std::size_t Schedule::skipped_commands() const noexcept {
 
 void Schedule::set_parallel_threshold(std::chrono::nanoseconds threshold) noexcept {
     impl_->threshold = threshold;
+}
+
+void Schedule::set_profiling(bool on) noexcept {
+    impl_->profiling = on;
+}
+
+bool Schedule::profiling() const noexcept {
+    return impl_->profiling;
+}
+
+std::vector<SystemStats> Schedule::stats() {
+    impl_->build();
+    std::vector<SystemStats> out;
+    out.reserve(impl_->systems.size());
+    auto add = [&](const SystemEntry& s) {
+        SystemStats st;
+        st.name = s.name;
+        st.phase = s.phase;
+        st.position = s.position;
+        st.enabled = s.enabled;
+        st.exclusive = s.access.exclusive;
+        for (const ComponentId id : s.access.reads) st.reads.emplace_back(component_info(id).name);
+        for (const ComponentId id : s.access.writes)
+            st.writes.emplace_back(component_info(id).name);
+        for (const detail::ResourceAccess& r : s.access.resources) {
+            (r.write ? st.writes : st.reads).push_back("resource " + std::string(r.name));
+        }
+        // A component named by two parameters (or deduced and declared) is listed once.
+        for (std::vector<std::string>* list : {&st.reads, &st.writes}) {
+            for (std::size_t i = 0; i < list->size(); ++i) {
+                const auto first = list->begin() + static_cast<std::ptrdiff_t>(i) + 1;
+                list->erase(std::remove(first, list->end(), (*list)[i]), list->end());
+            }
+        }
+        st.runs = s.runs;
+        if (s.runs != 0) {
+            const std::size_t kept =
+                static_cast<std::size_t>(std::min<std::uint64_t>(s.runs, history_size));
+            std::array<std::uint64_t, history_size> times = s.history;
+            std::sort(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(kept));
+            st.last = std::chrono::nanoseconds(s.history[(s.runs - 1) % history_size]);
+            st.median = std::chrono::nanoseconds(times[(kept - 1) / 2]);
+            st.p99 = std::chrono::nanoseconds(times[std::min(kept - 1, kept * 99 / 100)]);
+        }
+        out.push_back(std::move(st));
+    };
+    for (const PhaseGraph& g : impl_->phases) {
+        for (const SystemEntry* s : g.order) add(*s);
+    }
+    for (const auto& s : impl_->systems) {
+        if (s->phase == Phase::manual) add(*s);
+    }
+    return out;
 }
 
 // ------------------------------------------------------------------------------ SystemConfig

@@ -8,6 +8,7 @@
 #include <tbb/global_control.h>
 #include <tbb/task_arena.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -1107,4 +1108,105 @@ TEST(ScheduleRegression, ParEachInsideAParallelPhaseDoesNotDeadlock) {
         std::_Exit(1);  // the runner can't be joined
     }
     runner.join();
+}
+
+// ------------------------------------------------------------------------------ stats
+
+TEST(ScheduleStats, ListsSystemsInRunOrderWithAccessAndTimesWhileProfiling) {
+    ts::World world;
+    world.insert_resource(Score{});
+    world.spawn(Position{}, Velocity{});
+    ts::Schedule schedule;
+    schedule.add("report", [](ts::View<const Position&>) {}).phase(ts::Phase::manual);
+    schedule.add("slow", [](ts::View<Position&, const Velocity&>) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    });
+    schedule.add("score", [](ts::ResMut<Score>) {}).phase(ts::Phase::pre_update);
+    schedule.add("late", [](ts::World&) {}).phase(ts::Phase::post_update);
+
+    EXPECT_FALSE(schedule.profiling());
+    schedule.run(world);  // not timed: profiling is off
+    for (const ts::SystemStats& s : schedule.stats()) EXPECT_EQ(s.runs, 0u) << s.name;
+
+    schedule.set_profiling(true);
+    for (int i = 0; i < 3; ++i) schedule.run(world);
+    schedule.run_system("report", world);
+    const std::vector<ts::SystemStats> stats = schedule.stats();
+    std::vector<std::string> names;
+    for (const ts::SystemStats& s : stats) names.push_back(s.name);
+    EXPECT_EQ(names, (Lines{"score", "slow", "late", "report"}));
+
+    const ts::SystemStats& slow = stats[1];
+    EXPECT_EQ(slow.phase, ts::Phase::update);
+    EXPECT_EQ(slow.runs, 3u);
+    EXPECT_GE(slow.median, std::chrono::milliseconds(2));
+    EXPECT_GE(slow.p99, slow.median);
+    EXPECT_GE(slow.last, std::chrono::milliseconds(2));
+    EXPECT_EQ(slow.writes, (Lines{std::string(ts::component_info(ts::component_id<Position>()).name)}));
+    EXPECT_EQ(slow.reads, (Lines{std::string(ts::component_info(ts::component_id<Velocity>()).name)}));
+    EXPECT_FALSE(slow.exclusive);
+    EXPECT_EQ(stats[0].writes.size(), 1u);
+    EXPECT_NE(stats[0].writes[0].find("resource"), std::string::npos);
+    EXPECT_TRUE(stats[2].exclusive);
+    EXPECT_EQ(stats[3].phase, ts::Phase::manual);
+    EXPECT_EQ(stats[3].runs, 1u);
+    EXPECT_LT(stats[0].median, std::chrono::milliseconds(2));
+
+    schedule.enable("slow", false);
+    schedule.run(world);
+    EXPECT_FALSE(schedule.stats()[1].enabled);
+    EXPECT_EQ(schedule.stats()[1].runs, 3u);  // an off system doesn't run
+}
+
+TEST(ScheduleStats, MedianAndP99AreOverTheLast128Runs) {
+    ts::World world;
+    ts::Schedule schedule;
+    int frame = 0;
+    schedule.add("spiky", [&frame](ts::World&) {
+        // 200 quick runs, then 100 slow ones: the last 128 hold 100 slow ones.
+        if (frame++ >= 200) std::this_thread::sleep_for(std::chrono::microseconds(500));
+    });
+    schedule.set_profiling(true);
+    for (int i = 0; i < 300; ++i) schedule.run(world);
+    const ts::SystemStats s = schedule.stats()[0];
+    EXPECT_EQ(s.runs, 300u);
+    EXPECT_GE(s.median, std::chrono::microseconds(500));
+    EXPECT_GE(s.last, std::chrono::microseconds(500));
+}
+
+// A World& system owns the world while it runs, so it runs on the thread that called `run`,
+// also in a parallel phase; the systems before it in the phase finish first, those after it
+// start after it.
+TEST(ScheduleParallel, ExclusiveSystemsRunOnTheCallingThreadBetweenTheOthers) {
+    ts::World world;
+    for (int i = 0; i < 1000; ++i) world.spawn(Position{}, Velocity{}, Health{});
+    ts::Schedule s;
+    s.set_parallel_threshold(std::chrono::nanoseconds(0));
+    std::atomic<int> before_done{0};
+    std::atomic<int> after_started{0};
+    std::atomic<bool> order_ok{true};
+    std::vector<std::thread::id> exclusive_threads;
+    auto busy = [] { std::this_thread::sleep_for(std::chrono::microseconds(200)); };
+    s.add("a", [&](ts::View<Position&>) { busy(); ++before_done; });
+    s.add("b", [&](ts::View<Velocity&>) { busy(); ++before_done; });
+    s.add("x", [&](ts::World& w) {
+        if (before_done.load() != 2 || after_started.load() != 0) order_ok = false;
+        exclusive_threads.push_back(std::this_thread::get_id());
+        w.spawn(Health{1});  // immediate: it owns the world
+    });
+    s.add("c", [&](ts::View<Position&>) { ++after_started; busy(); });
+    s.add("d", [&](ts::View<Health&>) { ++after_started; busy(); });
+    s.add("y", [&](ts::World&) { exclusive_threads.push_back(std::this_thread::get_id()); });
+    tbb::task_arena arena(2);
+    for (int frame = 0; frame < 30; ++frame) {
+        before_done = 0;
+        after_started = 0;
+        s.run(world, arena);
+    }
+    EXPECT_TRUE(order_ok);
+    ASSERT_EQ(exclusive_threads.size(), 60u);
+    for (const std::thread::id id : exclusive_threads) EXPECT_EQ(id, std::this_thread::get_id());
+    std::size_t healths = 0;
+    world.each([&](const Health&) { ++healths; });
+    EXPECT_EQ(healths, 1030u);
 }

@@ -45,6 +45,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace tessera {
 
@@ -59,10 +60,29 @@ enum class Phase : std::uint8_t {
 
 class Schedule;
 
+/// What `Schedule::stats` reports about one system.
+struct SystemStats {
+    std::string name;             ///< the system's name
+    Phase phase = Phase::update;  ///< the phase it runs in
+    std::size_t position = 0;     ///< in its phase's deterministic order
+    bool enabled = true;          ///< off systems don't run (`Schedule::enable`)
+    bool exclusive = false;       ///< takes `World&` without declared access: runs alone
+    /// Component names it reads / writes (deduced and declared), then "resource <T>" entries.
+    std::vector<std::string> reads;
+    /// Component names it writes, then "resource <T>" entries.
+    std::vector<std::string> writes;
+    std::uint64_t runs = 0;  ///< runs timed while profiling was on
+    /// Over its last (up to) 128 timed runs; zero before the first.
+    std::chrono::nanoseconds last{0};
+    std::chrono::nanoseconds median{0};  ///< median of those runs
+    std::chrono::nanoseconds p99{0};     ///< 99th percentile of those runs
+};
+
 /// Configures one system of a schedule (returned by `Schedule::add`; calls chain). Valid until
 /// the schedule's next `add`/`remove`. Changes take effect at the next build.
 class SystemConfig {
 public:
+    /// Configures system `index` of `schedule` (made by `Schedule::add`).
     SystemConfig(Schedule& schedule, std::size_t index) noexcept
         : schedule_(&schedule), index_(index) {}
 
@@ -73,6 +93,7 @@ public:
     SystemConfig& order(int n);
     /// Runs before / after the system named `name` (in the same or a later / earlier phase).
     SystemConfig& before(std::string_view name);
+    /// Runs after the system named `name` (in the same or an earlier phase).
     SystemConfig& after(std::string_view name);
     /// Declares (trusted) access: read / write `Ts`. A system taking `World&` with declared
     /// access is no longer exclusive: it runs in parallel with systems it doesn't conflict
@@ -82,6 +103,7 @@ public:
         const ComponentId ids[] = {component_id<Ts>()...};
         return declare(ids, false);
     }
+    /// Declares (trusted) write access to `Ts` (see `reads`).
     template <class... Ts>
     SystemConfig& writes() {
         const ComponentId ids[] = {component_id<Ts>()...};
@@ -103,7 +125,10 @@ class Schedule {
 public:
     Schedule();
     ~Schedule();
+    /// Takes over the other schedule's systems and their state; the moved-from schedule may
+    /// then only be destroyed or assigned to.
     Schedule(Schedule&&) noexcept;
+    /// Destroys this schedule's systems, then takes over the other's (like the move constructor).
     Schedule& operator=(Schedule&&) noexcept;
     Schedule(const Schedule&) = delete;
     Schedule& operator=(const Schedule&) = delete;
@@ -143,9 +168,11 @@ public:
     /// Turns a system on or off (an off system doesn't run and keeps its tick).
     /// @throws Error(unknown_system)
     void enable(std::string_view name, bool on = true);
+    /// Whether the system named `name` is on. @throws Error(unknown_system)
     [[nodiscard]] bool is_enabled(std::string_view name) const;
     /// Removes a system (calling a class system's `on_destroy`). @throws Error(unknown_system)
     void remove(std::string_view name);
+    /// Whether a system is named `name`.
     [[nodiscard]] bool contains(std::string_view name) const noexcept;
     /// Number of systems.
     [[nodiscard]] std::size_t size() const noexcept;
@@ -165,6 +192,16 @@ public:
     /// order (same result either way). Default 50 µs; zero makes every phase with two or more
     /// systems parallel.
     void set_parallel_threshold(std::chrono::nanoseconds threshold) noexcept;
+
+    /// Turns per-system timing on or off (default off). While on, every system run is timed
+    /// (two clock reads, tens of nanoseconds) and `stats` reports the times.
+    void set_profiling(bool on) noexcept;
+    /// Whether per-system timing is on.
+    [[nodiscard]] bool profiling() const noexcept;
+    /// One entry per system: those of the phases in run order (start, pre_update, update,
+    /// post_update; each in its deterministic order), then the `manual` ones in registration
+    /// order. Builds the schedule when needed (@throws its build errors). O(systems x 128).
+    [[nodiscard]] std::vector<SystemStats> stats();
 
     struct Impl;
 
