@@ -540,6 +540,7 @@ inline void Storage::free_row(Archetype& a, std::uint32_t row) noexcept {
         record_data_[moved.index].row = row;
     }
     --a.size;
+    ++a.freed;
 }
 
 bool Storage::despawn(Entity e) noexcept {

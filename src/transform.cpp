@@ -11,19 +11,19 @@
 //   - `step_end[i]`: the end of step i's subtree (its range is [i, step_end[i]));
 //   - `step_entity[i]`: step i's entity (for World::set when WorldTransform is observed);
 //   - `tables`: the tables with a LocalTransform the plan was built from (index, size,
-//     capacity, column addresses), and per row of those tables, in table order, its entity as it
-//     was then (`row_entity`) and its step (`row_step`);
+//     capacity, rows freed, column addresses), and per row of those tables, in table order, its
+//     step (`row_step`);
 //   - `nodes` (by entity index): the hierarchy (child lists) while a plan is built, and which
 //     entity had a step at that index in the last plan, with its `base` (the entity of its
 //     nearest ancestor with a step, whose world matrix it multiplies).
 //
 // The plan stays valid while nothing moves a row of those tables and no first parent changes:
-// every call compares the tables (same set, sizes, capacities and column addresses, and the same
-// entity in every row: a memcmp) and checks that the hierarchy log is empty. Anything else
-// (spawn, despawn, re-parenting, an archetype move, a table growing) rebuilds the plan; the
-// rebuild marks dirty the steps that are new or have a new base (their parent matrix changed
-// without any change tick moving), and the call goes on as usual. A call: (0) adds the missing
-// WorldTransforms; (1) checks or rebuilds the plan; (2) computes every step (a full pass: a
+// every call compares the tables (same set, sizes, capacities, column addresses and count of
+// rows freed: then every row holds the same entity) and checks that the hierarchy log is empty.
+// Anything else (spawn, despawn, re-parenting, an archetype move, a table growing) rebuilds the
+// plan; the rebuild marks dirty the steps that are new or have a new base (their parent matrix
+// changed without any change tick moving), and the call goes on as usual. A call: (0) adds the
+// missing WorldTransforms; (1) checks or rebuilds the plan; (2) computes every step (a full pass: a
 // straight loop over the plan), or marks the steps of the rows whose LocalTransform or
 // WorldTransform changed tick moved in a bitmap over the steps and computes the ranges of their
 // subtrees; (3) records the tick and advances it. Every walk uses an explicit stack kept in the
@@ -69,7 +69,8 @@ struct PlanTable {
     std::uint32_t index = none;  ///< archetype index
     std::uint32_t size = 0;
     std::uint32_t capacity = 0;
-    std::uint32_t first = 0;  ///< its first row in `row_entity` and `row_step`
+    std::uint32_t first = 0;  ///< its first row in `row_step`
+    std::uint64_t freed = 0;  ///< Archetype::freed
     const Entity* entities = nullptr;
     const LocalTransform* local = nullptr;
     WorldTransform* world = nullptr;  ///< null: no WorldTransform (addition queued)
@@ -98,7 +99,6 @@ struct TransformState {
           step_end(s.resource()),
           step_entity(s.resource()),
           tables(s.resource()),
-          row_entity(s.resource()),
           row_step(s.resource()),
           nodes(s.resource()),
           roots(s.resource()),
@@ -134,7 +134,7 @@ struct TransformState {
     std::pmr::vector<std::uint32_t> step_end;
     std::pmr::vector<Entity> step_entity;
     std::pmr::vector<PlanTable> tables;
-    std::pmr::vector<Entity> row_entity;
+    std::uint32_t rows = 0;  ///< rows of `tables`
     std::pmr::vector<std::uint32_t> row_step;
     std::pmr::vector<PlanNode> nodes;       ///< by entity index
     std::pmr::vector<std::uint32_t> roots;  ///< entity indices without a first parent
@@ -299,9 +299,7 @@ private:
             if (t.index != tables[k] || t.size != a.size || t.capacity != a.capacity ||
                 t.entities != a.entities || t.local != column<LocalTransform>(a, local_id_) ||
                 t.world != column<WorldTransform>(a, world_id_) ||
-                t.changed != (wcol != nullptr ? wcol->changed : nullptr) ||
-                std::memcmp(a.entities, st_.row_entity.data() + t.first,
-                            std::size_t{a.size} * sizeof(Entity)) != 0)
+                t.changed != (wcol != nullptr ? wcol->changed : nullptr) || t.freed != a.freed)
                 return false;
         }
         return true;
@@ -313,7 +311,7 @@ private:
     void build_plan() {
         st_.planned = false;
         record_tables();
-        const auto n = static_cast<std::uint32_t>(st_.row_entity.size());
+        const std::uint32_t n = st_.rows;
         st_.steps.resize(n);
         st_.step_end.resize(n);
         st_.step_entity.resize(n);
@@ -330,20 +328,21 @@ private:
         st_.planned = true;
     }
 
-    /// Records the tables with a LocalTransform and their rows' entities.
+    /// Records the tables with a LocalTransform.
     void record_tables() {
         const std::span<const std::uint32_t> tables = st_.with_local.update();
         st_.tables.clear();
-        st_.row_entity.clear();
+        std::uint32_t rows = 0;
         for (const std::uint32_t index : tables) {
             const Archetype& a = s_.archetype(index);
             const Column* wcol = column_of(a, world_id_);
-            st_.tables.push_back(PlanTable{
-                index, a.size, a.capacity, static_cast<std::uint32_t>(st_.row_entity.size()),
-                a.entities, column<LocalTransform>(a, local_id_),
-                column<WorldTransform>(a, world_id_), wcol != nullptr ? wcol->changed : nullptr});
-            st_.row_entity.insert(st_.row_entity.end(), a.entities, a.entities + a.size);
+            st_.tables.push_back(PlanTable{index, a.size, a.capacity, rows, a.freed, a.entities,
+                                           column<LocalTransform>(a, local_id_),
+                                           column<WorldTransform>(a, world_id_),
+                                           wcol != nullptr ? wcol->changed : nullptr});
+            rows += a.size;
         }
+        st_.rows = rows;
     }
 
     /// Builds the child lists in `nodes`: every entity with a LocalTransform under its first

@@ -112,6 +112,10 @@ struct Archetype {
     std::uint32_t index = 0;            ///< position in the world's archetype list
     std::uint32_t size = 0;             ///< live rows
     std::uint32_t capacity = 0;         ///< allocated rows
+    /// Rows freed so far (despawns and moves out). Rows are appended only at the end and
+    /// removed only by freeing (the last row fills the hole), so while `size` and `freed` stay
+    /// the same every row holds the same entity.
+    std::uint64_t freed = 0;
     bool tracked = false;               ///< some column has tick arrays
     bool enableable = false;            ///< some column has enable flags
     bool observed = false;              ///< a despawn or remove here may fire observers
