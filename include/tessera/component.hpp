@@ -21,6 +21,7 @@ struct ComponentId {
 
     /// Whether this names a component (the default-constructed id does not).
     [[nodiscard]] constexpr bool valid() const noexcept { return value != 0xFFFFFFFFu; }
+    /// Ids compare by `value`.
     friend constexpr auto operator<=>(ComponentId, ComponentId) noexcept = default;
 };
 
@@ -265,10 +266,11 @@ template <class T>
     return detail::late_component_id<U>();
 }
 
-/// The registry's record for `id`. Precondition: `id` was returned by the registry.
+/// The registry's record for `id`. O(1); the record never moves or dies. Precondition: `id` was
+/// returned by the registry (`component_id`, `World::component`).
 [[nodiscard]] const ComponentInfo& component_info(ComponentId id) noexcept;
 
-/// The record of `T` (registering it on first use).
+/// The record of `T`. @throws like `component_id<T>()`.
 template <class T>
 [[nodiscard]] const ComponentInfo& component_info() {
     return component_info(component_id<T>());

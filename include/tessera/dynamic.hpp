@@ -3,8 +3,9 @@
 /// read and written by field name or index, and queries built from component ids.
 ///
 /// @code
-/// ts::ComponentId health = world.component("Health", {{"hp", ts::Field::i32}, {"max",
-/// ts::Field::i32}}); world.add(e, health);                              // fields start at zero
+/// ts::ComponentId health =
+///     world.component("Health", {{"hp", ts::Field::i32}, {"max", ts::Field::i32}});
+/// world.add(e, health);  // fields start at zero
 /// world.set_field(e, health, "hp", 30);
 /// std::int32_t hp = world.get_field<std::int32_t>(e, health, "hp");
 /// @endcode
@@ -38,8 +39,8 @@ namespace tessera {
 
 /// One field of a runtime schema: a name and one of the runtime types (`f32` ... `str`).
 struct FieldDef {
-    std::string_view name;
-    Field type;
+    std::string_view name;  ///< unique in the schema, not empty; copied by `World::component`
+    Field type;             ///< a runtime schema type: `f32` ... `str`
 };
 
 /// Options of a runtime component.
@@ -53,7 +54,9 @@ struct ComponentOptions {
 /// `get` stay valid as long as the table.
 class StringTable {
 public:
+    /// A table holding only "" (id 0), allocating from `mr` (which must outlive it).
     explicit StringTable(std::pmr::memory_resource* mr = std::pmr::get_default_resource());
+    /// A copy with the same ids, allocating from `other`'s memory resource. O(total length).
     StringTable(const StringTable& other);
     StringTable& operator=(const StringTable&) = delete;
     ~StringTable();
@@ -83,13 +86,15 @@ private:
 /// (`Chunk::column_bytes`), and a component's schema gives each field's offset.
 class DynamicQuery {
 public:
+    /// A query over `world` matching `spec` (`World::query_dynamic` makes them). It must not
+    /// outlive the world.
     DynamicQuery(World& world, QuerySpec spec);
 
     /// Calls `fn(Chunk&)` for every non-empty matching archetype. Structural changes made by
     /// `fn` are deferred until the loop ends (like `Query::each_chunk`).
     template <class F>
     void each_chunk(F&& fn);
-    /// Number of matching entities.
+    /// Number of matching entities (enable flags not applied). O(matched archetypes).
     [[nodiscard]] std::size_t count();
 
 private:

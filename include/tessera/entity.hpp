@@ -36,8 +36,9 @@ struct Entity {
         return Entity{static_cast<std::uint32_t>(bits), static_cast<std::uint32_t>(bits >> 32)};
     }
 
-    /// Equality compares index and generation; ordering is by `to_bits()` value.
+    /// Equality compares index and generation.
     friend constexpr bool operator==(Entity a, Entity b) noexcept = default;
+    /// Orders by `to_bits()` value: by generation, then by index.
     friend constexpr std::strong_ordering operator<=>(Entity a, Entity b) noexcept {
         return a.to_bits() <=> b.to_bits();
     }
@@ -51,6 +52,7 @@ std::ostream& operator<<(std::ostream& os, Entity e);
 /// Hash of the packed bits, so entities can key unordered containers.
 template <>
 struct std::hash<tessera::Entity> {
+    /// A splitmix64 mix of `e.to_bits()`.
     std::size_t operator()(tessera::Entity e) const noexcept {
         // splitmix64 finaliser: packed handles differ mostly in low bits.
         std::uint64_t x = e.to_bits() + 0x9E3779B97F4A7C15ull;

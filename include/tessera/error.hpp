@@ -37,6 +37,7 @@ enum class errc : std::uint8_t {
 /// branch on `code()`, never on the text. A call that throws changes nothing.
 class Error : public std::runtime_error {
 public:
+    /// An error with `code` and `message` (what `what()` returns).
     Error(errc code, const std::string& message) : std::runtime_error(message), code_(code) {}
 
     /// The error's code.

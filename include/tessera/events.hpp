@@ -31,6 +31,7 @@ public:
     constexpr EventCursor() noexcept = default;
     /// The id of the next event this cursor reads.
     [[nodiscard]] constexpr std::uint64_t next_id() const noexcept { return next_; }
+    /// Whether both stand at the same id.
     friend constexpr bool operator==(EventCursor, EventCursor) noexcept = default;
 
 private:
@@ -80,7 +81,7 @@ class Events {
                   "std::vector, so give the event type a move (or copy) constructor");
 
 public:
-    using value_type = T;
+    using value_type = T;  ///< the event type
 
     /// The events one `read` returns: the unread part of the older buffer, then the unread part
     /// of the newer one, oldest first. A view: it owns nothing and is invalidated like the
@@ -90,27 +91,33 @@ public:
         /// A forward iterator over `const T`.
         class iterator {
         public:
-            using iterator_concept = std::forward_iterator_tag;
-            using iterator_category = std::forward_iterator_tag;
-            using value_type = T;
-            using difference_type = std::ptrdiff_t;
-            using pointer = const T*;
-            using reference = const T&;
+            using iterator_concept = std::forward_iterator_tag;   ///< a forward iterator
+            using iterator_category = std::forward_iterator_tag;  ///< a forward iterator
+            using value_type = T;                                 ///< the event type
+            using difference_type = std::ptrdiff_t;               ///< a distance in events
+            using pointer = const T*;                             ///< events are read-only
+            using reference = const T&;                           ///< events are read-only
 
+            /// A singular iterator.
             iterator() = default;
+            /// The current event.
             const T& operator*() const noexcept { return *p_; }
+            /// The current event's members.
             const T* operator->() const noexcept { return p_; }
+            /// Moves to the next event (from the older buffer into the newer one).
             iterator& operator++() noexcept {
                 ++p_;
                 // Pointers of the two buffers are never compared: positions are counted.
                 if (++i_ == first_n_) p_ = second_;
                 return *this;
             }
+            /// Moves to the next event; returns the previous position.
             iterator operator++(int) noexcept {
                 iterator old = *this;
                 ++*this;
                 return old;
             }
+            /// Whether both are at the same position (of the same range).
             friend bool operator==(const iterator& a, const iterator& b) noexcept {
                 return a.i_ == b.i_;
             }
@@ -125,19 +132,22 @@ public:
             std::size_t first_n_ = 0;
             std::size_t i_ = 0;
         };
-        using const_iterator = iterator;
+        using const_iterator = iterator;  ///< the same: events are read-only
 
         /// An empty range.
         Range() = default;
 
+        /// The oldest event of the range.
         iterator begin() const noexcept {
             return iterator(first_n_ != 0 ? first_ : second_, first_n_, second_, 0);
         }
+        /// Past the newest event of the range.
         iterator end() const noexcept {
             return iterator(nullptr, first_n_, second_, first_n_ + second_n_);
         }
         /// Number of events in the range.
         [[nodiscard]] std::size_t size() const noexcept { return first_n_ + second_n_; }
+        /// Whether the range holds no event.
         [[nodiscard]] bool empty() const noexcept { return size() == 0; }
         /// How many events the reader missed before this range: events sent after its previous
         /// read that were dropped (by `update` or `clear`) before this one. 0 for a reader that
@@ -167,6 +177,8 @@ public:
     /// Moves the events, ids and memory resource; `other` is left empty. Cursors of `other`
     /// read from the new queue as they did before.
     Events(Events&& other) noexcept = default;
+    /// Move assignment: this queue keeps its memory resource (polymorphic allocators don't
+    /// propagate), so events are moved one by one when the two resources differ.
     Events& operator=(Events&& other) = default;
     Events(const Events&) = delete;
     Events& operator=(const Events&) = delete;
@@ -176,6 +188,7 @@ public:
     /// when the newer buffer is full. Invalidates references and ranges from `read`. Strong
     /// guarantee.
     void send(const T& event) { newer_.push_back(event); }
+    /// Appends `event`, moved (like `send(const T&)`).
     void send(T&& event) { newer_.push_back(std::move(event)); }
 
     /// Constructs an event from `args` in place after every event held and returns it (valid

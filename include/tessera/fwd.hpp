@@ -4,6 +4,8 @@
 
 #include <cstdint>
 
+/// tessera's public API. Internals live in `tessera::detail` (and `include/tessera/detail/`):
+/// they are not API and may change without notice.
 namespace tessera {
 
 struct Entity;

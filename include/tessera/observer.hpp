@@ -57,11 +57,15 @@ enum class Event : std::uint8_t {
 /// a handle from inside a callback is allowed (the callback object lives until delivery ends).
 class Observer {
 public:
+    /// An empty handle (no subscription).
     Observer() = default;
+    /// The handle of subscription `id` in `registry` (made by `World::on_add` and the like).
     Observer(std::weak_ptr<detail::ObserverRegistry> registry, std::uint64_t id) noexcept
         : registry_(std::move(registry)), id_(id) {}
+    /// Takes over `other`'s subscription; `other` becomes empty.
     Observer(Observer&& other) noexcept
         : registry_(std::move(other.registry_)), id_(std::exchange(other.id_, 0)) {}
+    /// Unsubscribes this handle's subscription, then takes over `other`'s.
     Observer& operator=(Observer&& other) noexcept {
         if (this != &other) {
             reset();
@@ -78,6 +82,7 @@ public:
     void reset() noexcept;
     /// Whether the handle holds a subscription of a live world.
     [[nodiscard]] bool active() const noexcept;
+    /// `active()`.
     explicit operator bool() const noexcept { return active(); }
 
 private:
@@ -89,16 +94,19 @@ private:
 /// world lives. A switched-off event delivers to nobody; subscriptions stay.
 class Observers {
 public:
+    /// The switches of `registry` (`World::observers()` makes them).
     explicit Observers(detail::ObserverRegistry& registry) noexcept : registry_(&registry) {}
 
     /// Turns every observer of `kind` on or off.
     void enable(Event kind, bool on = true) noexcept;
-    /// Turns the observers of `kind` for component `T` on or off (`add`, `remove`, `set` only).
-    /// @throws Error(invalid_argument) for another kind.
+    /// Turns the observers of `kind` for component `T` on or off (`add`, `remove`, `set`, and
+    /// `relate`/`unrelate` of relation `T`). @throws Error(invalid_argument) for another kind.
     template <class T>
     void enable(Event kind, bool on = true) {
         enable(kind, component_id<T>(), on);
     }
+    /// Turns the observers of `kind` for component `id` on or off (kinds as for `enable<T>`).
+    /// @throws Error(invalid_argument) for another kind.
     void enable(Event kind, ComponentId id, bool on);
     /// Whether `kind` is on.
     [[nodiscard]] bool is_enabled(Event kind) const noexcept;
@@ -107,6 +115,7 @@ public:
     [[nodiscard]] bool is_enabled(Event kind) const noexcept {
         return is_enabled(kind, component_id<T>());
     }
+    /// Whether `kind` is on for component `id` (both the kind's and the component's switch).
     [[nodiscard]] bool is_enabled(Event kind, ComponentId id) const noexcept;
     /// Number of live subscriptions.
     [[nodiscard]] std::size_t count() const noexcept;

@@ -67,11 +67,14 @@ struct QuerySpec {
 /// spans (`has<T>()` tells).
 class Chunk {
 public:
+    /// An empty chunk; only assignable (queries and `collect_chunks` make real ones).
     Chunk() = default;
+    /// The rows of `archetype`; writes are stamped with `tick` (0: the world's tick). Made by
+    /// queries and `World::collect_chunks`, not by programs.
     Chunk(detail::Storage& storage, detail::Archetype& archetype, std::uint64_t tick = 0) noexcept
         : storage_(&storage), archetype_(&archetype), tick_(tick) {}
 
-    /// Number of rows.
+    /// Number of rows (disabled components included).
     [[nodiscard]] std::size_t count() const noexcept { return archetype_->size; }
     /// The entity of each row.
     [[nodiscard]] std::span<const Entity> entities() const noexcept {
@@ -93,7 +96,7 @@ public:
     }
     /// One byte per row, 1 = enabled, for an enableable `T`; empty when the chunk lacks `T`.
     /// Chunk loops don't skip disabled rows: they test these flags. @throws
-    /// Error(not_enableable) unless `component_traits<T>::enableable`.
+    /// Error(not_enableable) unless `component_traits<T>::enableable` (tags never are).
     template <class T>
     [[nodiscard]] std::span<const std::uint8_t> enabled() const {
         const ComponentId id = component_id<T>();
@@ -122,6 +125,7 @@ public:
         return tick_of<T>(row, false) > tick;
     }
     /// Whether `T` at `row` was added after `tick` (strictly). Turns on tracking for `T`.
+    /// Precondition: `has<T>()`.
     template <class T>
     [[nodiscard]] bool added_since(std::size_t row, std::uint64_t tick) const {
         return tick_of<T>(row, true) > tick;
@@ -356,6 +360,8 @@ inline constexpr bool takes_entity_v = std::is_invocable_v<F&, Entity, Terms...>
 template <class... Terms>
 class Query {
 public:
+    /// A query over `storage`'s world (`World::query` makes them). Registers the terms'
+    /// components in the world.
     explicit Query(detail::Storage& storage) : state_(storage) {
         (
             [&] {
@@ -375,6 +381,7 @@ public:
     Query& with() & {
         return add_ids<Ts...>(state_.spec.all);
     }
+    /// `with` on a temporary query (`world.query<...>().with<T>()`).
     template <class... Ts>
     Query&& with() && {
         return std::move(with<Ts...>());
@@ -384,6 +391,7 @@ public:
     Query& without() & {
         return add_ids<Ts...>(state_.spec.none);
     }
+    /// `without` on a temporary query.
     template <class... Ts>
     Query&& without() && {
         return std::move(without<Ts...>());
@@ -393,6 +401,7 @@ public:
     Query& any() & {
         return add_ids<Ts...>(state_.spec.any);
     }
+    /// `any` on a temporary query.
     template <class... Ts>
     Query&& any() && {
         return std::move(any<Ts...>());
@@ -404,15 +413,17 @@ public:
     Query& changed() & {
         return filter<T>(false, true, 0);
     }
+    /// `changed` on a temporary query.
     template <class T>
     Query&& changed() && {
         return std::move(changed<T>());
     }
-    /// Visits only rows whose `T` was added since this query's previous run.
+    /// Visits only rows whose `T` was added since this query's previous run (like `changed`).
     template <class T>
     Query& added() & {
         return filter<T>(true, true, 0);
     }
+    /// `added` on a temporary query.
     template <class T>
     Query&& added() && {
         return std::move(added<T>());
@@ -422,6 +433,7 @@ public:
     Query& changed_since(std::uint64_t tick) & {
         return filter<T>(false, false, tick);
     }
+    /// `changed_since` on a temporary query.
     template <class T>
     Query&& changed_since(std::uint64_t tick) && {
         return std::move(changed_since<T>(tick));
@@ -431,14 +443,17 @@ public:
     Query& added_since(std::uint64_t tick) & {
         return filter<T>(true, false, tick);
     }
+    /// `added_since` on a temporary query.
     template <class T>
     Query&& added_since(std::uint64_t tick) && {
         return std::move(added_since<T>(tick));
     }
 
     /// Calls `fn(terms...)` or `fn(entity, terms...)` for every matching row, archetype by
-    /// archetype in creation order, rows in table order. `T&` terms stamp the changed tick of
-    /// the rows visited (when `T` is tracked). Allocates nothing in a steady state.
+    /// archetype in creation order, rows in table order. Rows where a term's enableable
+    /// component is disabled are skipped. `T&` and `T*` terms stamp the changed tick of the rows
+    /// visited (when `T` is tracked). Structural changes made by `fn` are deferred until the loop
+    /// ends. O(matched archetypes + rows); allocates nothing in a steady state.
     template <class F>
     void each(F&& fn) {
         constexpr bool with_entity = detail::takes_entity_v<F, Terms...>;
@@ -516,8 +531,9 @@ public:
 
     /// Calls `fn(chunk, spans...)` once per non-empty matching archetype, with one span per
     /// term (`std::span<T>` for `T&`/`T*` terms, empty when an optional one is absent;
-    /// `std::span<const Entity>` for `Entity`). Change filters are not applied per row here
-    /// (use `Chunk::changed_since`); `T&` terms stamp the whole chunk.
+    /// `std::span<const Entity>` for `Entity`). Change filters and enable flags are not applied
+    /// per row here (use `Chunk::changed_since`, `Chunk::enabled`); `T&` and `T*` terms stamp the
+    /// whole chunk. Structural changes made by `fn` are deferred until the loop ends.
     template <class F>
     void each_chunk(F&& fn) {
         detail::Storage& s = state_.storage();
@@ -536,28 +552,37 @@ public:
     }
 
     /// A range over the non-empty matching archetypes as `Chunk`s. Hold it only for the loop:
-    /// `T&` terms stamp each chunk when the loop reaches it, and the world defers structural
-    /// changes until the range is destroyed (a change that fails then stays queued for the
-    /// next flush instead of throwing from a destructor).
+    /// `T&` and `T*` terms stamp each chunk when the loop reaches it, and the world defers
+    /// structural changes until the range is destroyed (a change that fails then stays queued for
+    /// the next flush instead of throwing from a destructor).
     class ChunkRange {
     public:
+        /// An input iterator over the range's chunks; it stamps each chunk as it reaches it.
         class iterator {
         public:
-            using value_type = Chunk;
-            using difference_type = std::ptrdiff_t;
+            using value_type = Chunk;                ///< what `*it` refers to
+            using difference_type = std::ptrdiff_t;  ///< for std::input_iterator
+            /// A singular iterator.
             iterator() = default;
+            /// The first non-empty archetype at or after `i` of the matches `m` (made by
+            /// `ChunkRange::begin`/`end`).
             iterator(Query* q, std::span<const std::uint32_t> m, std::size_t i)
                 : query_(q), matched_(m), i_(i) {
                 settle();
             }
+            /// The current chunk (valid until the iterator moves).
             Chunk& operator*() noexcept { return chunk_; }
+            /// The current chunk's members.
             Chunk* operator->() noexcept { return &chunk_; }
+            /// Moves to the next non-empty matching archetype.
             iterator& operator++() {
                 ++i_;
                 settle();
                 return *this;
             }
+            /// Moves to the next non-empty matching archetype (returns nothing: input iterator).
             void operator++(int) { ++*this; }
+            /// Whether both are at the same position of the same range.
             bool operator==(const iterator& o) const noexcept { return i_ == o.i_; }
 
         private:
@@ -589,7 +614,9 @@ public:
         ~ChunkRange() { query_->state_.storage().end_defer_noexcept(); }
         ChunkRange(const ChunkRange&) = delete;
         ChunkRange& operator=(const ChunkRange&) = delete;
+        /// The first chunk.
         iterator begin() { return iterator(query_, matched_, 0); }
+        /// Past the last chunk.
         iterator end() { return iterator(query_, matched_, matched_.size()); }
 
     private:
@@ -603,7 +630,8 @@ public:
     /// The same for a temporary query: the range keeps it alive for the loop.
     ChunkRange chunks() && { return ChunkRange(std::move(*this)); }
 
-    /// Number of matching entities (change filters are not applied). O(matched archetypes).
+    /// Number of matching entities (change filters and enable flags are not applied).
+    /// O(matched archetypes).
     [[nodiscard]] std::size_t count() {
         std::size_t n = 0;
         detail::Storage& s = state_.storage();

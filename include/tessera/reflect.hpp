@@ -48,7 +48,8 @@ enum class Field : std::uint8_t {
 
 /// A `str` field's value in a C++ struct: an id in the world's `StringTable` (0 is "").
 struct StringId {
-    std::uint32_t value = 0;
+    std::uint32_t value = 0;  ///< the id (`StringTable::get(value)` is the text)
+    /// Same id, hence (in one table) the same text.
     friend constexpr bool operator==(StringId, StringId) noexcept = default;
 };
 
@@ -56,8 +57,8 @@ struct Schema;
 
 /// One field of a schema.
 struct FieldInfo {
-    std::string_view name;
-    Field type = Field::u8;
+    std::string_view name;           ///< the member's name (static storage or the registry's)
+    Field type = Field::u8;          ///< the element type
     std::uint32_t offset = 0;        ///< bytes from the start of the value
     std::uint32_t count = 1;         ///< elements: 1, or N for a fixed array (`T[N]`, `std::array`)
     std::uint32_t stride = 0;        ///< bytes from one element to the next

@@ -64,10 +64,16 @@ struct ChildOf {};
 /// The targets of an entity's `R` relation, in the order they were related: a component kept by
 /// `relate`/`unrelate`, readable as a query term (`const ts::Targets<Joint>&`). A range of
 /// `Entity`; one target is held inline, more on the heap (from the world's memory resource).
+/// Besides the members below it has `begin()`, `end()`, `size()`, `empty()`, `span()`,
+/// `front()` (the first target; a relation always has one) and `contains(e)` (O(targets)).
+/// References to it, like any component's, last until the next structural change. It is never
+/// empty while present.
 template <class R>
 class Targets : private detail::EntityList {
 public:
+    /// A copy of the targets, allocating from the same memory resource.
     Targets(const Targets&) = default;
+    /// Takes over `other`'s targets.
     Targets(Targets&&) noexcept = default;
 
     using detail::EntityList::begin;
@@ -80,6 +86,7 @@ public:
     [[nodiscard]] Entity operator[](std::size_t i) const noexcept { return span()[i]; }
     /// The first target.
     using detail::EntityList::front;
+    /// The targets as a span (`span()`), so `Targets` passes where a span is expected.
     operator std::span<const Entity>() const noexcept { return span(); }  // NOLINT
 
     /// The relation these are the targets of (for the untyped core: snapshots).

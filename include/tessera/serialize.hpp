@@ -35,7 +35,9 @@ class Snapshot {
 public:
     /// An empty snapshot (restoring it throws).
     Snapshot() noexcept = default;
+    /// Takes over `other`'s state; `other` becomes empty.
     Snapshot(Snapshot&& other) noexcept;
+    /// Frees this snapshot's state, then takes over `other`'s; `other` becomes empty.
     Snapshot& operator=(Snapshot&& other) noexcept;
     Snapshot(const Snapshot&) = delete;
     Snapshot& operator=(const Snapshot&) = delete;

@@ -215,15 +215,17 @@ struct view_access<type_list<Ts...>, type_list<Fs...>> {
 
 /// A system's view of the entities matching `Args`: query terms (`T&`, `const T&`, `T*`,
 /// `const T*`, `Entity`) followed by filters (`With`, `Without`, `Any`, `Added`, `Changed`).
-/// `Added`/`Changed` mean "since this system last ran", exactly once. Writes through `T&` terms
-/// are stamped with the system's tick. Valid only during the system call.
+/// `Added`/`Changed` mean "since this system last ran", exactly once. Writes through `T&` and
+/// `T*` terms are stamped with the system's tick. Valid only during the system call.
 template <class... Args>
 class View {
     using split = detail::split_view<detail::type_list<>, detail::type_list<>, Args...>;
 
 public:
+    /// The `Query` over the terms that the system keeps between runs.
     using query_type = typename detail::query_of<typename split::terms>::type;
 
+    /// A view of `q` (the schedule makes it for each call).
     explicit View(query_type& q) noexcept : query_(&q) {}
 
     /// Calls `fn(terms...)` or `fn(entity, terms...)` for every matching row (as `Query::each`).
@@ -241,7 +243,7 @@ public:
     void each_chunk(F&& fn) {
         query_->each_chunk(std::forward<F>(fn));
     }
-    /// Matching entities (filters other than terms not applied).
+    /// Matching entities (`Added`/`Changed` and enable flags not applied).
     [[nodiscard]] std::size_t count() { return query_->count(); }
 
 private:
@@ -252,22 +254,30 @@ private:
 template <class T>
 class Res {
 public:
+    /// Access to `value` (the schedule makes it for each call).
     explicit Res(const T& value) noexcept : value_(&value) {}
+    /// The resource.
     const T& operator*() const noexcept { return *value_; }
+    /// The resource's members.
     const T* operator->() const noexcept { return value_; }
+    /// The resource.
     [[nodiscard]] const T& get() const noexcept { return *value_; }
 
 private:
     const T* value_;
 };
 
-/// Write access to resource `T`.
+/// Write access to resource `T` (throws `missing_resource` like `Res` when absent).
 template <class T>
 class ResMut {
 public:
+    /// Access to `value` (the schedule makes it for each call).
     explicit ResMut(T& value) noexcept : value_(&value) {}
+    /// The resource.
     T& operator*() const noexcept { return *value_; }
+    /// The resource's members.
     T* operator->() const noexcept { return value_; }
+    /// The resource.
     [[nodiscard]] T& get() const noexcept { return *value_; }
 
 private:
@@ -276,36 +286,45 @@ private:
 
 /// Records structural changes into the system's own `CommandBuffer`, applied at the phase's
 /// sync point (in registration order of the systems, with `on_dead::skip`). Placeholders from
-/// `spawn` work in the system's later commands.
+/// `spawn` work in the system's later commands. Each member records like the
+/// `CommandBuffer` member of the same name.
 class Commands {
 public:
+    /// Records into `buffer` (the schedule makes it for each call).
     explicit Commands(CommandBuffer& buffer) noexcept : buffer_(&buffer) {}
+    /// Records a spawn and returns its placeholder (`CommandBuffer::spawn`).
     template <class... Ts>
     Entity spawn(Ts&&... components) {
         return buffer_->spawn(std::forward<Ts>(components)...);
     }
+    /// Records adding (or replacing) `components` on `e` (`CommandBuffer::add`).
     template <class... Ts>
     void add(Entity e, Ts&&... components) {
         buffer_->add(e, std::forward<Ts>(components)...);
     }
+    /// Records adding a value-initialised `T` to `e`.
     template <class T>
     void add(Entity e) {
         buffer_->add<T>(e);
     }
+    /// Records removing `Ts` from `e`.
     template <class... Ts>
     void remove(Entity e) {
         buffer_->remove<Ts...>(e);
     }
+    /// Records despawning `e`.
     void despawn(Entity e) { buffer_->despawn(e); }
-    /// Relations (relation.hpp), recorded like the rest.
+    /// Records `world.relate(e, data, target)` (relation.hpp).
     template <class R>
     void relate(Entity e, R&& data, Entity target) {
         buffer_->relate(e, std::forward<R>(data), target);
     }
+    /// Records `world.unrelate<R>(e, target)`.
     template <class R>
     void unrelate(Entity e, Entity target) {
         buffer_->unrelate<R>(e, target);
     }
+    /// Records `world.unrelate<R>(e)` (every target).
     template <class R>
     void unrelate(Entity e) {
         buffer_->unrelate<R>(e);
@@ -322,8 +341,11 @@ private:
 template <class T>
 class EventWriter {
 public:
+    /// Appends to `pending` (the system's buffer; the schedule makes it for each call).
     explicit EventWriter(std::vector<T>& pending) noexcept : pending_(&pending) {}
+    /// Sends a copy of `event`. Amortised O(1).
     void send(const T& event) { pending_->push_back(event); }
+    /// Sends `event`, moved. Amortised O(1).
     void send(T&& event) { pending_->push_back(std::move(event)); }
 
 private:
@@ -334,12 +356,14 @@ private:
 template <class T>
 class EventReader {
 public:
+    /// Reads `events` from `cursor` (the system's; the schedule makes it for each call).
     EventReader(const Events<T>& events, EventCursor& cursor) noexcept
         : events_(&events), cursor_(&cursor) {}
     /// The unread events, oldest first; advances the cursor.
     typename Events<T>::Range read() const noexcept { return events_->read(*cursor_); }
     /// How many unread events there are.
     [[nodiscard]] std::size_t size() const noexcept { return events_->unread(*cursor_); }
+    /// Whether there is no unread event.
     [[nodiscard]] bool empty() const noexcept { return size() == 0; }
 
 private:

@@ -63,7 +63,8 @@ class Observers;
 /// in order, when the outermost iteration ends: a spawned entity is alive at once but has no
 /// components until then; a despawned one stays alive and readable (`despawn_pending` tells); a
 /// queued change whose entity died before the flush is skipped. Reads and writes of values
-/// (`get`, `set`, `get_mut`) are never deferred.
+/// (`get`, `set`, `get_mut`) are never deferred. Structural calls from the workers of a
+/// `par_each` throw `invalid_argument` (record them in a `CommandBuffer`).
 ///
 /// **Threads.** A world belongs to one thread at a time. Distinct worlds are independent.
 ///
@@ -75,8 +76,13 @@ public:
     World();
     /// An empty world allocating everything from `resource` (which must outlive the world).
     explicit World(std::pmr::memory_resource* resource);
+    /// Destroys the resources, then every entity and component.
     ~World();
+    /// Takes over `other`'s state without copying: entities, references into storage, queries,
+    /// resources and observers stay valid and now belong to this world. `other` may then only
+    /// be destroyed or assigned to.
     World(World&& other) noexcept;
+    /// Destroys this world's state, then takes over `other`'s (like the move constructor).
     World& operator=(World&& other) noexcept;
     World(const World&) = delete;
     World& operator=(const World&) = delete;
@@ -90,15 +96,18 @@ public:
     Entity spawn();
 
     /// Spawns an entity with the given components, constructed once, directly in the table of
-    /// their archetype. Duplicate types are a compile-time error.
+    /// their archetype. Duplicate types are a compile-time error. Amortised O(components).
+    /// @throws Error(invalid_argument) for `R` or `Targets<R>` of a relation `R` used in this
+    /// world (use `relate`).
     template <class... Ts>
     requires(sizeof...(Ts) > 0) Entity spawn(Ts&&... components);
 
     /// Spawns `n` entities whose component set is deduced from `init`'s parameters
     /// (`void(std::size_t i, A&, B&, ...)`); each component is value-initialised, then `init(i,
-    /// ...)` runs for row `i`. Storage grows once. Returns the new entities, contiguous in their
-    /// table: the span stays valid until the next structural change. If `init` throws, no
-    /// entity is spawned.
+    /// ...)` runs for row `i`. Storage grows once. Returns the new entities in order (a view of
+    /// their table's rows, or of a scratch list when the world iterates or observes these
+    /// components): the span stays valid until the next structural change or `spawn_many`. If
+    /// `init` throws, no entity is spawned.
     template <class Init>
     std::span<const Entity> spawn_many(std::size_t n, Init&& init);
 
@@ -116,8 +125,9 @@ public:
     /// Whether `e` is alive and permanent.
     [[nodiscard]] bool is_permanent(Entity e) const noexcept;
 
-    /// Despawns `e`, destroying its components. O(components). Returns false (and does nothing)
-    /// when `e` is already dead or null. The last row of its table moves into its place.
+    /// Despawns `e`, destroying its components (and its relations; `ChildOf` children cascade,
+    /// relation.hpp). O(components). Returns false (and does nothing) when `e` is already dead,
+    /// null or queued for despawn. The last row of its table moves into its place.
     /// @throws Error(permanent_entity) when `e` was spawned with `spawn_permanent`.
     bool despawn(Entity e);
 
@@ -128,7 +138,7 @@ public:
     /// Whether `e` is a live entity of this world (false for null, stale and foreign handles).
     [[nodiscard]] bool is_alive(Entity e) const noexcept;
 
-    /// Number of live entities.
+    /// Number of live entities. O(1).
     [[nodiscard]] std::size_t count() const noexcept;
 
     /// Every live entity, archetype by archetype in creation order, rows in table order.
@@ -139,7 +149,7 @@ public:
 
     /// Adds the components to `e`, or replaces the ones it already has (a replaced value is
     /// marked changed; a new one is stamped added and changed). Several at once make one
-    /// archetype move. @throws Error(not_alive)
+    /// archetype move. @throws Error(not_alive), Error(invalid_argument) like `spawn`
     template <class... Ts>
     requires(sizeof...(Ts) > 0) void add(Entity e, Ts&&... components);
 
@@ -190,6 +200,7 @@ public:
     std::uint64_t changed_tick(Entity e);
 
     /// The tick at which `T` was added to `e`. Turns on tracking like `changed_tick`.
+    /// @throws like `changed_tick`.
     template <class T>
     std::uint64_t added_tick(Entity e);
 
@@ -212,7 +223,8 @@ public:
     template <class T>
     void modified(Entity e);
 
-    /// Records `T`'s `ComponentInfo` in this world up front (otherwise done on first use).
+    /// Records `T`'s `ComponentInfo` in this world up front (otherwise done on first use) and
+    /// returns its id.
     template <class T>
     ComponentId register_component();
 
@@ -225,12 +237,15 @@ public:
     /// names a C++ component), Error(invalid_argument) for an empty or repeated field name, a
     /// type runtime schemas can't hold, or an enableable tag.
     ComponentId component(std::string_view name, std::initializer_list<FieldDef> schema = {});
+    /// `component(name, schema)` with options (enableable, track_changes). @throws like it.
     ComponentId component(std::string_view name, std::initializer_list<FieldDef> schema,
                           const ComponentOptions& options);
+    /// `component(name, schema, options)` with a schema built at run time. @throws like it.
     ComponentId component(std::string_view name, std::span<const FieldDef> schema,
                           const ComponentOptions& options);
     /// The world's interned strings (`str` fields).
     [[nodiscard]] StringTable& strings();
+    /// The world's interned strings, read-only.
     [[nodiscard]] const StringTable& strings() const;
     /// Adds component `id` to `e` value-initialised (runtime components: all fields zero), or
     /// resets it when present. Deferred and observed like `add<T>`. @throws Error(not_alive),
@@ -263,6 +278,7 @@ public:
     /// @throws like `set_field`.
     template <class T>
     [[nodiscard]] T get_field(Entity e, ComponentId id, std::string_view field) const;
+    /// `get_field` by field index (declaration order). @throws like `set_field`.
     template <class T>
     [[nodiscard]] T get_field(Entity e, ComponentId id, std::size_t field) const;
     /// Turns `e`'s component `id` on or off (like `enable<T>`). @throws Error(not_enableable)
@@ -275,8 +291,9 @@ public:
     /// on). @throws Error(invalid_argument) when the component has `track_changes = false` or
     /// is a tag, Error(not_alive), Error(missing_component), Error(not_registered).
     std::uint64_t changed_tick(Entity e, ComponentId id);
+    /// The tick at which component `id` was added to `e`. @throws like `changed_tick(e, id)`.
     std::uint64_t added_tick(Entity e, ComponentId id);
-    /// A cached query from component ids (`.all`, `.any`, `.none`).
+    /// A cached query from component ids (`.all`, `.any`, `.none`; dynamic.hpp).
     [[nodiscard]] DynamicQuery query_dynamic(QuerySpec spec);
 
     // ----- clone, snapshot and restore (serialize.hpp) -----
@@ -287,7 +304,8 @@ public:
     /// (memcpy for trivially copyable types). @throws Error(invalid_argument) naming a component
     /// that can't be copied, or when called while the world iterates.
     [[nodiscard]] World clone() const;
-    /// A copy of the world's state (what `clone` copies) to `restore` later.
+    /// A copy of the world's state (what `clone` copies) to `restore` later. @throws like
+    /// `clone`.
     [[nodiscard]] Snapshot snapshot() const;
     /// Puts the world back in the state of `snapshot` (of this world or another): entities,
     /// components, relations, enable flags, change ticks and strings, iteration order included.
@@ -305,8 +323,9 @@ public:
     Query<Terms...> query();
 
     /// Runs `fn` over every entity that has the components its parameters name (`T&`,
-    /// `const T&`, optional `T*`; a leading `Entity` receives the entity). A one-off query:
-    /// it matches the archetypes on every call, so keep a `Query` for loops that run each frame.
+    /// `const T&`, optional `T*`; a leading `Entity` receives the entity), like `Query::each`
+    /// (structural changes deferred until the loop ends). A one-off query: it matches the
+    /// archetypes on every call (O(archetypes)), so keep a `Query` for loops that run each frame.
     template <class F>
     void each(F&& fn);
 
@@ -321,17 +340,20 @@ public:
     /// until it is replaced or removed. Resources are destroyed with the world.
     template <class T>
     std::remove_cvref_t<T>& insert_resource(T&& value);
-    /// The resource of type `T`. @throws Error(missing_resource) naming the type.
+    /// The resource of type `T`. O(1) on average (one hash lookup: fine per frame, not per
+    /// entity). @throws Error(missing_resource) naming the type.
     template <class T>
     T& resource();
+    /// The resource of type `T`, read-only. @throws Error(missing_resource) naming the type.
     template <class T>
     const T& resource() const;
     /// The resource of type `T`, or null.
     template <class T>
     T* try_resource() noexcept;
+    /// The resource of type `T` read-only, or null.
     template <class T>
     const T* try_resource() const noexcept;
-    /// Destroys the resource of type `T`; false when there was none.
+    /// Destroys the resource of type `T` (references to it dangle); false when there was none.
     template <class T>
     bool remove_resource();
     /// Whether a resource of type `T` exists.
@@ -400,11 +422,14 @@ public:
     /// structural change.
     template <class R>
     R* relation(Entity e);
+    /// `e`'s `R` data read-only (marks nothing), or null without an `R` relation.
     template <class R>
     const R* relation(Entity e) const noexcept;
-    /// The entities with a `ChildOf` relation to `parent`, in relate order.
+    /// The entities with a `ChildOf` relation to `parent`, in relate order (`sources<ChildOf>`:
+    /// valid until the next structural change). O(1).
     [[nodiscard]] std::span<const Entity> children(Entity parent) const noexcept;
-    /// `child`'s `ChildOf` targets, in relate order.
+    /// `child`'s `ChildOf` targets, in relate order (`targets<ChildOf>`: valid until the next
+    /// structural change).
     [[nodiscard]] std::span<const Entity> parents(Entity child) const noexcept;
     /// `child`'s first parent, or `Entity::null()`.
     [[nodiscard]] Entity parent(Entity child) const noexcept;
@@ -440,8 +465,9 @@ public:
     /// Archetypes created so far, the empty one included (archetypes are never destroyed).
     [[nodiscard]] std::size_t archetype_count() const noexcept;
 
-    /// The untyped core, for the library's own modules.
+    /// The untyped core, for the library's own modules (not API).
     [[nodiscard]] detail::Storage& storage() noexcept { return *storage_; }
+    /// The untyped core, read-only (not API).
     [[nodiscard]] const detail::Storage& storage() const noexcept { return *storage_; }
 
 private:
