@@ -1,7 +1,7 @@
-// add_remove: 10,000 entities with A; add B{0} to each, then remove B from each. One item = one
-// add+remove pair. Raw baseline: a presence flag per entity (a floor, not an equivalent).
-// Also on a world with an observer of an unrelated type, and with on_add<B> and on_remove<B>
-// observers counting every add and remove.
+// add_remove: 10,000 entities with A (the --tessera-n count in a size sweep); add B{0} to each,
+// then remove B from each. One item = one add+remove pair. Raw baseline: a presence flag per
+// entity (a floor, not an equivalent). Also on a world with an observer of an unrelated type,
+// and with on_add<B> and on_remove<B> observers counting every add and remove.
 #include "common.hpp"
 
 #include <tessera/observer.hpp>
@@ -15,14 +15,15 @@ namespace tessera_bench {
 namespace {
 
 void add_remove_raw(benchmark::State& state) {
-    AlignedVector<A> values(kAddRemoveN, A{1.0f});
-    AlignedVector<std::uint8_t> has_b(kAddRemoveN, 0);
+    const std::size_t n = entity_count(kAddRemoveN);
+    AlignedVector<A> values(n, A{1.0f});
+    AlignedVector<std::uint8_t> has_b(n, 0);
     benchmark::DoNotOptimize(values.data());
     for (auto _ : state) {
-        for (std::size_t i = 0; i < kAddRemoveN; ++i) has_b[i] = 1;
+        for (std::size_t i = 0; i < n; ++i) has_b[i] = 1;
         benchmark::DoNotOptimize(has_b.data());
         benchmark::ClobberMemory();
-        for (std::size_t i = 0; i < kAddRemoveN; ++i) has_b[i] = 0;
+        for (std::size_t i = 0; i < n; ++i) has_b[i] = 0;
         benchmark::DoNotOptimize(has_b.data());
         benchmark::ClobberMemory();
     }
@@ -32,15 +33,16 @@ void add_remove_raw(benchmark::State& state) {
             break;
         }
     }
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kAddRemoveN));
+    set_items(state, n);
 }
 
 /// The tessera scenario on a world with `observed` observers (see Observed), subscribed after
 /// the spawn: `every` counts the adds and removes of B with on_add<B> and on_remove<B>.
 void add_remove_tessera_with(benchmark::State& state, Observed observed, const std::string& name) {
+    const std::size_t n = entity_count(kAddRemoveN);
     tessera::World world;
     std::span<const tessera::Entity> spawned =
-        world.spawn_many(kAddRemoveN, [](std::size_t, A& a) { a = A{1.0f}; });
+        world.spawn_many(n, [](std::size_t, A& a) { a = A{1.0f}; });
     const std::vector<tessera::Entity> handles(spawned.begin(), spawned.end());
     std::int64_t added = 0;
     std::int64_t removed_seen = 0;
@@ -75,18 +77,16 @@ void add_remove_tessera_with(benchmark::State& state, Observed observed, const s
                 break;
             }
         }
-        if (world.count() != kAddRemoveN) {
+        if (world.count() != n) {
             state.SkipWithError((name + ": wrong entity count").c_str());
         }
         const std::int64_t expected =
-            observed == Observed::every
-                ? state.iterations() * static_cast<std::int64_t>(kAddRemoveN)
-                : 0;
+            observed == Observed::every ? state.iterations() * static_cast<std::int64_t>(n) : 0;
         if (!state.error_occurred() && (added != expected || removed_seen != expected)) {
             state.SkipWithError((name + ": wrong on_add / on_remove count").c_str());
         }
     }
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kAddRemoveN));
+    set_items(state, n);
 }
 
 void add_remove_tessera(benchmark::State& state) {

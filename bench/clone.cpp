@@ -1,10 +1,11 @@
-// clone: a whole-world copy of N = 1,000,000 entities with Pos+Vel (8 bytes each), every 100th
-// also with a Label (a std::string of 22 characters: longer than the small-string buffer, so
-// each one owns a heap block). Item = one entity of the world. Timed by hand (UseManualTime):
-// only the copy; the copy is destroyed after the stopwatch stopped.
-//   raw               the same bytes as plain arrays: the entity column (8 B/entity), Pos, Vel,
-//                     the entity index (12 B/entity) and a std::vector<std::string> of the
-//                     labels, copied into freshly allocated arrays (allocate + memcpy, as a
+// clone: a whole-world copy of N = 1,000,000 entities (the --tessera-n count in a size sweep)
+// with Pos+Vel (8 bytes each), every 100th also with a Label (a std::string of 22 characters:
+// longer than the small-string buffer, so each one owns a heap block). Item = one entity of the
+// world. Timed by hand (time_copies in snapshot_world.hpp): only the copy; the copy is destroyed
+// after the stopwatch stopped.
+//   raw               the same bytes as plain arrays (RawWorld: the entity column 8 B/entity,
+//                     Pos, Vel, the entity index 12 B/entity and a std::vector<std::string> of
+//                     the labels), copied into freshly allocated arrays (allocate + memcpy, as a
 //                     clone does), allocated with the library's column policy (64-byte
 //                     alignment, huge-page advice on blocks of 4 MiB and more);
 //   tessera           World::clone();
@@ -15,184 +16,84 @@
 // the world copies have the source's count and state_hash. A mismatch reports an error.
 #include "snapshot_world.hpp"
 
-#include <tessera/reflect.hpp>
-#include <tessera/serialize.hpp>
 #include <tessera/tessera.hpp>
 
-#include <sys/mman.h>
-#include <sys/resource.h>
-
 #include <cstdint>
-#include <cstdio>
-#include <cstring>
-#include <string>
-#include <vector>
 
 namespace tessera_bench {
 namespace {
 
-/// What the world holds, as plain arrays.
-struct RawWorld {
-    RawArray<RawEntity> entities;
-    RawArray<Pos> pos;
-    RawArray<Vel> vel;
-    RawArray<RawRecord> records;
-    std::vector<std::string> labels;
-
-    [[nodiscard]] RawWorld copy() const {
-        RawWorld out;
-        out.entities = entities.copy();
-        out.pos = pos.copy();
-        out.vel = vel.copy();
-        out.records = records.copy();
-        out.labels = labels;
-        return out;
-    }
-    [[nodiscard]] bool same(const RawWorld& o) const {
-        return entities.same(o.entities) && pos.same(o.pos) && vel.same(o.vel) &&
-               records.same(o.records) && labels == o.labels;
-    }
-};
-
-RawWorld build_raw() {
-    RawWorld w;
-    w.entities = RawArray<RawEntity>(kN);
-    w.pos = RawArray<Pos>(kN);
-    w.vel = RawArray<Vel>(kN);
-    w.records = RawArray<RawRecord>(kN);
-    for (std::size_t i = 0; i < kN; ++i) {
-        const auto index = static_cast<std::uint32_t>(i);
-        w.entities.data[i] = RawEntity{index, 1};
-        w.pos.data[i] = Pos{static_cast<float>(i), 0.0f};
-        w.vel.data[i] = Vel{1.0f, 1.0f};
-        w.records.data[i] = RawRecord{i % kLabelEvery == 0 ? 4u : 3u, index, 1};
-        if (i % kLabelEvery == 0) w.labels.push_back(label_of(i));
-    }
-    return w;
-}
-
 void clone_raw(benchmark::State& state) {
-    const RawWorld source = build_raw();
+    const std::size_t n = entity_count();
+    const RawWorld source = build_raw(n);
     {
         const RawWorld copy = source.copy();
-        if (!copy.same(source) || copy.labels.size() != kN / kLabelEvery) {
+        if (!copy.same(source) || copy.labels.size() != label_count(n)) {
             state.SkipWithError("clone/raw: the copy differs from the source");
             return;
         }
     }
-    long faults = 0;
-    for (auto _ : state) {
-        const long faults_before = minor_faults();
-        Stopwatch watch;
-        RawWorld copy = source.copy();
-        benchmark::DoNotOptimize(copy.entities.data);
-        benchmark::DoNotOptimize(copy.labels.data());
-        benchmark::ClobberMemory();
-        state.SetIterationTime(watch.seconds());
-        faults += minor_faults() - faults_before;
-        // `copy` is freed here, after the stopwatch stopped.
-    }
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kN));
-    state.counters["faults"] =
-        benchmark::Counter(static_cast<double>(faults), benchmark::Counter::kAvgIterations);
+    time_copies(state, n, [&] { return source.copy(); });
 }
 
-// ---- tessera ----
-
 void clone_tessera(benchmark::State& state) {
+    const std::size_t n = entity_count();
     tessera::World world;
-    build_world(world);
+    build_world(world, n);
     const std::uint64_t hash = tessera::state_hash(world);
     {
         const tessera::World copy = world.clone();
-        if (world.count() != kN || !holds(copy, hash)) {
+        if (world.count() != n || !holds(copy, n, hash)) {
             state.SkipWithError("clone/tessera: the clone differs from the original");
             return;
         }
     }
-    long faults = 0;
-    for (auto _ : state) {
-        const long faults_before = minor_faults();
-        Stopwatch watch;
-        tessera::World copy = world.clone();
-        benchmark::DoNotOptimize(&copy);
-        benchmark::ClobberMemory();
-        state.SetIterationTime(watch.seconds());
-        faults += minor_faults() - faults_before;
-        // `copy` is destroyed here, after the stopwatch stopped.
-    }
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kN));
-    state.counters["faults"] =
-        benchmark::Counter(static_cast<double>(faults), benchmark::Counter::kAvgIterations);
+    time_copies(state, n, [&] { return world.clone(); });
 }
 
 void clone_tessera_snapshot(benchmark::State& state) {
+    const std::size_t n = entity_count();
     tessera::World world;
-    build_world(world);
+    build_world(world, n);
     const std::uint64_t hash = tessera::state_hash(world);
     {
         // Checked through a restore into a fresh world (a snapshot has no state_hash).
         const tessera::Snapshot snap = world.snapshot();
         tessera::World other;
         other.restore(snap);
-        if (snap.count() != kN || !holds(other, hash)) {
+        if (snap.count() != n || !holds(other, n, hash)) {
             state.SkipWithError("clone/tessera_snapshot: the snapshot differs from the world");
             return;
         }
     }
-    long faults = 0;
-    for (auto _ : state) {
-        const long faults_before = minor_faults();
-        Stopwatch watch;
-        tessera::Snapshot snap = world.snapshot();
-        benchmark::DoNotOptimize(&snap);
-        benchmark::ClobberMemory();
-        state.SetIterationTime(watch.seconds());
-        faults += minor_faults() - faults_before;
-        // `snap` is destroyed here, after the stopwatch stopped.
-    }
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kN));
-    state.counters["faults"] =
-        benchmark::Counter(static_cast<double>(faults), benchmark::Counter::kAvgIterations);
+    time_copies(state, n, [&] { return world.snapshot(); });
 }
 
 void clone_tessera_restore(benchmark::State& state) {
+    const std::size_t n = entity_count();
     tessera::World world;
-    build_world(world);
+    build_world(world, n);
     const std::uint64_t hash = tessera::state_hash(world);
     const tessera::Snapshot snap = world.snapshot();
     {
         // Change the world, restore, and compare with the state the snapshot was taken in.
-        std::size_t n = 0;
-        world.each([&n](Pos& p) {
-            if (n++ % 7 == 0) p.x += 1.0f;
+        std::size_t seen = 0;
+        world.each([&seen](Pos& p) {
+            if (seen++ % 7 == 0) p.x += 1.0f;
         });
         world.spawn(Pos{-1.0f, -1.0f});
         const bool changed = tessera::state_hash(world) != hash;
         world.restore(snap);
-        if (!changed || !holds(world, hash)) {
+        if (!changed || !holds(world, n, hash)) {
             state.SkipWithError(
                 "clone/tessera_restore: the restored world differs from the snapshot");
             return;
         }
     }
-    long faults = 0;
-    for (auto _ : state) {
-        const long faults_before = minor_faults();
-        Stopwatch watch;
+    time_copies(state, n, [&] {
         world.restore(snap);
-        benchmark::ClobberMemory();
-        state.SetIterationTime(watch.seconds());
-        faults += minor_faults() - faults_before;
-    }
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kN));
-    state.counters["faults"] =
-        benchmark::Counter(static_cast<double>(faults), benchmark::Counter::kAvgIterations);
-}
-
-/// Timed by hand (only the copy), in milliseconds, iterations chosen by the library.
-void copy_timing(benchmark::internal::Benchmark* b) {
-    b->UseManualTime()->Unit(benchmark::kMillisecond);
+        return 0;
+    });
 }
 
 BENCHMARK(clone_raw)->Name("clone/raw")->Apply(copy_timing);

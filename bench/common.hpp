@@ -51,8 +51,20 @@ struct Unrelated {
 /// type the scenario never touches), `tessera_observed` (one that fires on every item).
 enum class Observed { none, unrelated, every };
 
-/// Entity count of every scenario unless said otherwise.
+/// Entity count of every scenario unless said otherwise, in the standard run.
 inline constexpr std::size_t kN = 1'000'000;
+/// Entity count given by `--tessera-n=<count>` (main.cpp) for a size sweep; 0 in the standard
+/// run. Read it through entity_count().
+inline std::size_t sweep_n = 0;
+
+/// Entity count of a scenario that scales with the sweep, whose standard size is `standard`:
+/// the sweep's count when one is given, else `standard`. Scenarios whose size is the point of
+/// the scenario (iter_frag, heavy_compute, frame_overhead) keep their own constants. Copy it
+/// into a local before a hot loop (the global would be reloaded after every opaque call).
+inline std::size_t entity_count(std::size_t standard = kN) {
+    return sweep_n != 0 ? sweep_n : standard;
+}
+
 /// Time step of the iteration scenarios.
 inline constexpr float kDt = 1.0f / 60.0f;
 /// Entity count of add_remove.
@@ -107,8 +119,9 @@ inline long long resident_bytes() {
 /// glibc, process start" whatever ran before.
 inline constexpr std::string_view kMemoryChildFlag = "--tessera-memory-child=";
 
-/// Body of a memory child: creates kN entities with the given variant ("raw" or "tessera") and
-/// prints "<rss growth in bytes> <entity count> <seconds>" on stdout. Returns the exit status.
+/// Body of a memory child: creates entity_count() entities with the given variant ("raw" or
+/// "tessera") and prints "<rss growth in bytes> <entity count> <seconds>" on stdout. Returns the
+/// exit status.
 int memory_child(std::string_view variant);
 
 /// Wall-clock stopwatch for manual timing (UseManualTime).
@@ -124,9 +137,31 @@ private:
     std::chrono::steady_clock::time_point start_;
 };
 
+/// Items processed (one item = one entity, or one add+remove pair: one per entity) and the
+/// `entities` counter: the scenario's entity count, the x axis of tools/bench_report.py's plots.
+inline void set_items(benchmark::State& state, std::size_t entities) {
+    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(entities));
+    state.counters["entities"] = static_cast<double>(entities);
+}
+
+/// The setup-heavy benchmarks registered so far: main.cpp raises their iteration count for a
+/// sweep at small N (see setup_iterations).
+inline std::vector<benchmark::internal::Benchmark*>& setup_heavy_benchmarks() {
+    static std::vector<benchmark::internal::Benchmark*> all;
+    return all;
+}
+
+/// Iterations of the setup-heavy scenarios for `n` entities: kSetupIterations from N up; below N,
+/// kSetupIterations x N / n, so that a run covers as many entities as at N (5 fresh worlds of
+/// 1,000 entities take microseconds: too short to time).
+inline benchmark::IterationCount setup_iterations(std::size_t n) {
+    return kSetupIterations * static_cast<benchmark::IterationCount>(n < kN ? kN / n : 1);
+}
+
 /// Registers a setup-heavy scenario: one fresh world per iteration, timed by hand.
 inline void setup_heavy(benchmark::internal::Benchmark* b) {
     b->UseManualTime()->Iterations(kSetupIterations)->Unit(benchmark::kMillisecond);
+    setup_heavy_benchmarks().push_back(b);
 }
 
 /// Registers a scenario over a world built once, timed in real time.

@@ -12,12 +12,13 @@ namespace tessera_bench {
 namespace {
 
 void create_raw(benchmark::State& state) {
+    const std::size_t n = entity_count();
     bool checked = false;
     for (auto _ : state) {
         AlignedVector<Position> pos;
         AlignedVector<Velocity> vel;
         Stopwatch watch;
-        for (std::size_t i = 0; i < kN; ++i) {
+        for (std::size_t i = 0; i < n; ++i) {
             pos.push_back(Position{static_cast<float>(i), 0.0f});
             vel.push_back(Velocity{1.0f, 1.0f});
         }
@@ -27,18 +28,19 @@ void create_raw(benchmark::State& state) {
         state.SetIterationTime(watch.seconds());
         if (!checked) {
             checked = true;
-            if (pos.size() != kN || vel.size() != kN || pos[kN - 1].x != float(kN - 1)) {
+            if (pos.size() != n || vel.size() != n || pos[n - 1].x != float(n - 1)) {
                 state.SkipWithError("create/raw: wrong contents");
                 break;
             }
         }
     }
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kN));
+    set_items(state, n);
 }
 
 /// The tessera scenario on a world with `observed` observers (see Observed): `every` counts
 /// the spawns with on_spawn, subscribed before the timed region like the others.
 void create_tessera_with(benchmark::State& state, Observed observed, const std::string& name) {
+    const std::size_t n = entity_count();
     bool checked = false;
     for (auto _ : state) {
         tessera::World world;  // constructed and destroyed outside the timed region
@@ -50,7 +52,7 @@ void create_tessera_with(benchmark::State& state, Observed observed, const std::
             keep = world.on_spawn([&spawned](tessera::World&, tessera::Entity) { ++spawned; });
         tessera::Entity last{};
         Stopwatch watch;
-        for (std::size_t i = 0; i < kN; ++i) {
+        for (std::size_t i = 0; i < n; ++i) {
             last = world.spawn(Position{static_cast<float>(i), 0.0f}, Velocity{1.0f, 1.0f});
         }
         benchmark::DoNotOptimize(last);
@@ -58,18 +60,18 @@ void create_tessera_with(benchmark::State& state, Observed observed, const std::
         state.SetIterationTime(watch.seconds());
         if (!checked) {
             checked = true;
-            if (world.count() != kN || world.get<Position>(last).x != float(kN - 1) ||
+            if (world.count() != n || world.get<Position>(last).x != float(n - 1) ||
                 world.get<Velocity>(last).dy != 1.0f) {
                 state.SkipWithError((name + ": wrong count or values").c_str());
                 break;
             }
-            if (spawned != (observed == Observed::every ? kN : 0)) {
+            if (spawned != (observed == Observed::every ? n : 0)) {
                 state.SkipWithError((name + ": wrong on_spawn count").c_str());
                 break;
             }
         }
     }
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kN));
+    set_items(state, n);
 }
 
 void create_tessera(benchmark::State& state) {

@@ -15,12 +15,13 @@ namespace tessera_bench {
 namespace {
 
 void destroy_raw(benchmark::State& state) {
+    const std::size_t n = entity_count();
     bool checked = false;
     for (auto _ : state) {
-        AlignedVector<Position> pos(kN, Position{0.0f, 0.0f});
-        AlignedVector<Velocity> vel(kN, Velocity{1.0f, 1.0f});
+        AlignedVector<Position> pos(n, Position{0.0f, 0.0f});
+        AlignedVector<Velocity> vel(n, Velocity{1.0f, 1.0f});
         Stopwatch watch;
-        for (std::size_t i = 0; i < kN; ++i) {
+        for (std::size_t i = 0; i < n; ++i) {
             pos.pop_back();
             vel.pop_back();
             benchmark::DoNotOptimize(pos.size());
@@ -35,17 +36,18 @@ void destroy_raw(benchmark::State& state) {
             }
         }
     }
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kN));
+    set_items(state, n);
 }
 
 /// The tessera scenario on a world with `observed` observers (see Observed), subscribed after
 /// the untimed spawn: `every` counts the despawns with on_despawn.
 void destroy_tessera_with(benchmark::State& state, Observed observed, const std::string& name) {
+    const std::size_t n = entity_count();
     bool checked = false;
     for (auto _ : state) {
         tessera::World world;  // constructed and destroyed outside the timed region
         std::span<const tessera::Entity> spawned =
-            world.spawn_many(kN, [](std::size_t i, Position& p, Velocity& v) {
+            world.spawn_many(n, [](std::size_t i, Position& p, Velocity& v) {
                 p = Position{static_cast<float>(i), 0.0f};
                 v = Velocity{1.0f, 1.0f};
             });
@@ -67,17 +69,17 @@ void destroy_tessera_with(benchmark::State& state, Observed observed, const std:
         state.SetIterationTime(watch.seconds());
         if (!checked) {
             checked = true;
-            if (despawned != kN || world.count() != 0 || world.is_alive(handles[kN / 2])) {
+            if (despawned != n || world.count() != 0 || world.is_alive(handles[n / 2])) {
                 state.SkipWithError((name + ": entities left alive").c_str());
                 break;
             }
-            if (observed_despawns != (observed == Observed::every ? kN : 0)) {
+            if (observed_despawns != (observed == Observed::every ? n : 0)) {
                 state.SkipWithError((name + ": wrong on_despawn count").c_str());
                 break;
             }
         }
     }
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kN));
+    set_items(state, n);
 }
 
 void destroy_tessera(benchmark::State& state) {

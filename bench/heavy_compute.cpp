@@ -87,7 +87,7 @@ void heavy_compute_raw(benchmark::State& state) {
         benchmark::DoNotOptimize(vel.data());
         benchmark::ClobberMemory();
     }
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kHeavyN));
+    set_items(state, kHeavyN);
 }
 
 void heavy_compute_run(benchmark::State& state, bool parallel) {
@@ -116,7 +116,7 @@ void heavy_compute_run(benchmark::State& state, bool parallel) {
         pass();
         benchmark::ClobberMemory();
     }
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kHeavyN));
+    set_items(state, kHeavyN);
 }
 
 void heavy_compute_tessera(benchmark::State& state) {

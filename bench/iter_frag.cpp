@@ -83,7 +83,7 @@ void iter_frag_raw(benchmark::State& state) {
         benchmark::ClobberMemory();
     }
     if (!check(passes)) state.SkipWithError("iter_frag/raw: wrong values after the passes");
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kFragN));
+    set_items(state, kFragN);
 }
 
 template <std::size_t... K>
@@ -132,7 +132,7 @@ void iter_frag_tessera(benchmark::State& state) {
         benchmark::ClobberMemory();
     }
     if (!check(passes)) state.SkipWithError("iter_frag/tessera: wrong values after the passes");
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kFragN));
+    set_items(state, kFragN);
 }
 
 BENCHMARK(iter_frag_raw)->Name("iter_frag/raw")->Apply(steady)->Unit(benchmark::kNanosecond);

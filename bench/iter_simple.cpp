@@ -45,19 +45,20 @@ bool moved_once(std::size_t i, const Position& p) {
 }
 
 void iter_simple_raw(benchmark::State& state) {
-    AlignedVector<Position> pos(kN);
-    AlignedVector<Velocity> vel(kN);
-    for (std::size_t i = 0; i < kN; ++i) {
+    const std::size_t n = entity_count();
+    AlignedVector<Position> pos(n);
+    AlignedVector<Velocity> vel(n);
+    for (std::size_t i = 0; i < n; ++i) {
         pos[i] = initial_position(i);
         vel[i] = initial_velocity(i);
     }
     auto pass = [&] {
         Position* const p = pos.data();
         const Velocity* const v = vel.data();
-        for (std::size_t i = 0; i < kN; ++i) Step{}(p[i], v[i]);
+        for (std::size_t i = 0; i < n; ++i) Step{}(p[i], v[i]);
     };
     pass();
-    for (std::size_t i = 0; i < kN; ++i) {
+    for (std::size_t i = 0; i < n; ++i) {
         if (!moved_once(i, pos[i])) {
             state.SkipWithError("iter_simple/raw: positions did not move by v*dt");
             return;
@@ -68,15 +69,16 @@ void iter_simple_raw(benchmark::State& state) {
         benchmark::DoNotOptimize(pos.data());
         benchmark::ClobberMemory();
     }
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kN));
+    set_items(state, n);
 }
 
 enum class Mode { each, each_tracked, chunks };
 
 void iter_simple_tessera(benchmark::State& state, Mode mode) {
+    const std::size_t n = entity_count();
     tessera::World world;
     const std::span<const tessera::Entity> spawned =
-        world.spawn_many(kN, [](std::size_t i, Position& p, Velocity& v) {
+        world.spawn_many(n, [](std::size_t i, Position& p, Velocity& v) {
             p = initial_position(i);
             v = initial_velocity(i);
         });
@@ -93,8 +95,8 @@ void iter_simple_tessera(benchmark::State& state, Mode mode) {
                 [](const tessera::Chunk&, std::span<Position> p, std::span<const Velocity> v) {
                     Position* const pp = p.data();
                     const Velocity* const vp = v.data();
-                    const std::size_t n = p.size();
-                    for (std::size_t i = 0; i < n; ++i) Step{}(pp[i], vp[i]);
+                    const std::size_t count = p.size();
+                    for (std::size_t i = 0; i < count; ++i) Step{}(pp[i], vp[i]);
                 });
         } else {
             query.each(Step{});
@@ -104,7 +106,7 @@ void iter_simple_tessera(benchmark::State& state, Mode mode) {
     const char* name = mode == Mode::each           ? "iter_simple/tessera"
                        : mode == Mode::each_tracked ? "iter_simple/tessera_tracked"
                                                     : "iter_simple/tessera_chunks";
-    for (std::size_t i = 0; i < kN; ++i) {
+    for (std::size_t i = 0; i < n; ++i) {
         if (!moved_once(i, world.get<Position>(handles[i]))) {
             state.SkipWithError((std::string(name) + ": positions did not move by v*dt").c_str());
             return;
@@ -119,7 +121,7 @@ void iter_simple_tessera(benchmark::State& state, Mode mode) {
         pass();
         benchmark::ClobberMemory();
     }
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kN));
+    set_items(state, n);
 }
 
 void iter_simple_each(benchmark::State& state) {

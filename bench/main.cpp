@@ -1,9 +1,12 @@
 // Entry point of tessera_bench: Google Benchmark's usual main, plus the memory-child mode
-// (memory.cpp) and a few context entries that say how the figures were taken.
+// (memory.cpp), the heap and size-sweep flags, and a few context entries that say how the
+// figures were taken.
 #include "common.hpp"
 
-#include <cstring>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
+#include <string_view>
 
 #include <malloc.h>
 
@@ -29,6 +32,12 @@ std::string compiler() {
 #endif
 }
 
+/// Removes argv[i] (argc shrinks by one).
+void drop_arg(int& argc, char** argv, int i) {
+    for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
+    --argc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -36,15 +45,29 @@ int main(int argc, char** argv) {
     // every setup-heavy iteration after the first reuses pages already faulted in. This shows
     // the code's own cost apart from the first-touch page faults, which dominate creation on
     // fresh memory in this VM (MEASURING.md). The default is glibc's default heap.
+    // --tessera-n=<count>: a size sweep; every scenario that scales (entity_count in
+    // common.hpp) uses <count> entities instead of its standard size, under the same names.
     const char* heap = "default glibc";
-    for (int i = 1; i < argc; ++i) {
-        if (std::strcmp(argv[i], "--tessera-heap=warm") == 0) {
+    constexpr std::string_view kCountFlag = "--tessera-n=";
+    for (int i = 1; i < argc;) {
+        const std::string_view arg = argv[i];
+        if (arg == "--tessera-heap=warm") {
             mallopt(M_MMAP_THRESHOLD, 1 << 30);
             mallopt(M_TRIM_THRESHOLD, 1 << 30);
             heap = "warm (glibc keeps freed memory: mallopt M_MMAP_THRESHOLD/M_TRIM_THRESHOLD)";
-            for (int j = i; j + 1 < argc; ++j) argv[j] = argv[j + 1];
-            --argc;
-            break;
+            drop_arg(argc, argv, i);
+        } else if (arg.starts_with(kCountFlag)) {
+            const std::string value(arg.substr(kCountFlag.size()));
+            char* end = nullptr;
+            const unsigned long long n = std::strtoull(value.c_str(), &end, 10);
+            if (value.empty() || *end != '\0' || n < 100 || n > 100'000'000) {
+                std::fprintf(stderr, "tessera_bench: --tessera-n wants a count in 100..1e8\n");
+                return 1;
+            }
+            tessera_bench::sweep_n = static_cast<std::size_t>(n);
+            drop_arg(argc, argv, i);
+        } else {
+            ++i;
         }
     }
     if (argc == 2) {
@@ -53,6 +76,9 @@ int main(int argc, char** argv) {
             return tessera_bench::memory_child(arg.substr(tessera_bench::kMemoryChildFlag.size()));
         }
     }
+    const std::size_t n = tessera_bench::entity_count();
+    for (benchmark::internal::Benchmark* b : tessera_bench::setup_heavy_benchmarks())
+        b->Iterations(tessera_bench::setup_iterations(n));
 #ifdef NDEBUG
     benchmark::AddCustomContext("tessera_build_type", "release");
 #else
@@ -61,7 +87,8 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext("compiler", compiler());
     benchmark::AddCustomContext("heap", heap);
     benchmark::AddCustomContext("aslr", aslr_state());
-    benchmark::AddCustomContext("entities", std::to_string(tessera_bench::kN));
+    benchmark::AddCustomContext("entities", std::to_string(n));
+    benchmark::AddCustomContext("size_sweep", tessera_bench::sweep_n != 0 ? "yes" : "no");
     benchmark::Initialize(&argc, argv);
     if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
     benchmark::RunSpecifiedBenchmarks();

@@ -34,6 +34,7 @@ bool run_child(std::string_view variant, ChildResult& out, std::string& error) {
         return false;
     }
     const std::string flag = std::string(kMemoryChildFlag) + std::string(variant);
+    const std::string count = std::string("--tessera-n=") + std::to_string(entity_count());
     const pid_t pid = fork();
     if (pid < 0) {
         close(fds[0]);
@@ -46,7 +47,8 @@ bool run_child(std::string_view variant, ChildResult& out, std::string& error) {
         close(fds[0]);
         close(fds[1]);
         char name[] = "tessera_bench";
-        char* args[] = {name, const_cast<char*>(flag.c_str()), nullptr};
+        char* args[] = {name, const_cast<char*>(count.c_str()), const_cast<char*>(flag.c_str()),
+                        nullptr};
         execv("/proc/self/exe", args);
         _exit(127);
     }
@@ -78,6 +80,7 @@ bool run_child(std::string_view variant, ChildResult& out, std::string& error) {
 }
 
 void memory_bench(benchmark::State& state, std::string_view variant) {
+    const std::size_t n = entity_count();
     ChildResult result;
     for (auto _ : state) {
         std::string error;
@@ -88,13 +91,13 @@ void memory_bench(benchmark::State& state, std::string_view variant) {
         state.SetIterationTime(result.seconds);
     }
     if (state.error_occurred()) return;
-    if (result.count != kN || result.rss_growth <= 0) {
+    if (result.count != n || result.rss_growth <= 0) {
         state.SkipWithError("memory: wrong entity count or no RSS growth");
         return;
     }
     state.counters["bytes_per_entity"] =
-        benchmark::Counter(static_cast<double>(result.rss_growth) / static_cast<double>(kN));
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kN));
+        benchmark::Counter(static_cast<double>(result.rss_growth) / static_cast<double>(n));
+    set_items(state, n);
 }
 
 void memory_raw(benchmark::State& state) {
@@ -114,6 +117,7 @@ BENCHMARK(memory_tessera)->Name("memory/tessera")->Apply(memory_registration);
 }  // namespace
 
 int memory_child(std::string_view variant) {
+    const std::size_t n = entity_count();
     const long long before = resident_bytes();
     unsigned long long count = 0;
     long long after = -1;
@@ -122,7 +126,7 @@ int memory_child(std::string_view variant) {
         AlignedVector<Position> pos;
         AlignedVector<Velocity> vel;
         Stopwatch watch;
-        for (std::size_t i = 0; i < kN; ++i) {
+        for (std::size_t i = 0; i < n; ++i) {
             pos.push_back(Position{static_cast<float>(i), 0.0f});
             vel.push_back(Velocity{1.0f, 1.0f});
         }
@@ -134,7 +138,7 @@ int memory_child(std::string_view variant) {
     } else if (variant == "tessera") {
         tessera::World world;
         Stopwatch watch;
-        for (std::size_t i = 0; i < kN; ++i) {
+        for (std::size_t i = 0; i < n; ++i) {
             world.spawn(Position{static_cast<float>(i), 0.0f}, Velocity{1.0f, 1.0f});
         }
         seconds = watch.seconds();

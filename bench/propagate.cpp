@@ -1,7 +1,7 @@
-// propagate: a forest of 100,000 entities, 8 levels deep (8 roots, each node with 4 children,
-// filled level by level: parent(i) = (i - 8) / 4 for i >= 8, so parent index < child index),
-// each with a LocalTransform; per iteration the world matrices are recomputed. Item = one
-// entity of the forest.
+// propagate: a forest of 100,000 entities (the --tessera-n count in a size sweep), 8 levels deep
+// at 100,000 (8 roots, each node with 4 children, filled level by level: parent(i) = (i - 8) / 4
+// for i >= 8, so parent index < child index), each with a LocalTransform; per iteration the
+// world matrices are recomputed. Item = one entity of the forest.
 //   raw            world[i] = world[parent[i]] * local[i] over arrays in topological order (roots:
 //                  world = local), with the library's column alignment (AlignedVector);
 //   tessera        the same forest in a world (ChildOf, LocalTransform, WorldTransform);
@@ -53,19 +53,20 @@ glm::mat4 local_of(std::size_t i, int k) {
 }
 
 /// The fixed 1% subset of tessera_1pct.
-std::vector<std::size_t> one_percent() {
-    std::vector<std::size_t> all(kForestN);
-    for (std::size_t i = 0; i < kForestN; ++i) all[i] = i;
+std::vector<std::size_t> one_percent(std::size_t n) {
+    std::vector<std::size_t> all(n);
+    for (std::size_t i = 0; i < n; ++i) all[i] = i;
     std::mt19937 rng(kSeed);
     std::shuffle(all.begin(), all.end(), rng);
-    all.resize(kForestN / 100);
+    all.resize(n / 100);
     std::sort(all.begin(), all.end());
     return all;
 }
 
 /// The raw recurrence over arrays in topological order.
-void propagate_raw(const std::size_t* parent, const glm::mat4* local, glm::mat4* world) {
-    for (std::size_t i = 0; i < kForestN; ++i) {
+void propagate_raw(std::size_t n, const std::size_t* parent, const glm::mat4* local,
+                   glm::mat4* world) {
+    for (std::size_t i = 0; i < n; ++i) {
         const std::size_t p = parent[i];
         world[i] = p == kNoParent ? local[i] : world[p] * local[i];
     }
@@ -73,18 +74,19 @@ void propagate_raw(const std::size_t* parent, const glm::mat4* local, glm::mat4*
 
 /// World matrices of the forest when the locals of `changed` are in set `k` and the others in
 /// set 0 (every local in set `k` when `changed` is null).
-std::vector<glm::mat4> expected_worlds(const std::vector<std::size_t>* changed, int k) {
-    std::vector<std::size_t> parent(kForestN);
-    std::vector<glm::mat4> local(kForestN);
-    std::vector<glm::mat4> world(kForestN);
-    for (std::size_t i = 0; i < kForestN; ++i) {
+std::vector<glm::mat4> expected_worlds(std::size_t n, const std::vector<std::size_t>* changed,
+                                       int k) {
+    std::vector<std::size_t> parent(n);
+    std::vector<glm::mat4> local(n);
+    std::vector<glm::mat4> world(n);
+    for (std::size_t i = 0; i < n; ++i) {
         parent[i] = parent_of(i);
         local[i] = local_of(i, changed == nullptr ? k : 0);
     }
     if (changed != nullptr) {
         for (const std::size_t i : *changed) local[i] = local_of(i, k);
     }
-    propagate_raw(parent.data(), local.data(), world.data());
+    propagate_raw(n, parent.data(), local.data(), world.data());
     return world;
 }
 
@@ -98,20 +100,21 @@ bool near(const glm::mat4& a, const glm::mat4& b) {
 }
 
 void propagate_raw_bench(benchmark::State& state) {
-    AlignedVector<std::size_t> parent(kForestN);
-    AlignedVector<glm::mat4> local(kForestN);
-    AlignedVector<glm::mat4> world(kForestN);
-    for (std::size_t i = 0; i < kForestN; ++i) {
+    const std::size_t n = entity_count(kForestN);
+    AlignedVector<std::size_t> parent(n);
+    AlignedVector<glm::mat4> local(n);
+    AlignedVector<glm::mat4> world(n);
+    for (std::size_t i = 0; i < n; ++i) {
         parent[i] = parent_of(i);
         local[i] = local_of(i, 0);
     }
     auto set_locals = [&](int k) {
-        for (std::size_t i = 0; i < kForestN; ++i) local[i] = local_of(i, k);
+        for (std::size_t i = 0; i < n; ++i) local[i] = local_of(i, k);
     };
     set_locals(1);
-    propagate_raw(parent.data(), local.data(), world.data());
-    const std::vector<glm::mat4> want = expected_worlds(nullptr, 1);
-    for (std::size_t i = 0; i < kForestN; ++i) {
+    propagate_raw(n, parent.data(), local.data(), world.data());
+    const std::vector<glm::mat4> want = expected_worlds(n, nullptr, 1);
+    for (std::size_t i = 0; i < n; ++i) {
         if (!near(world[i], want[i])) {
             state.SkipWithError("propagate/raw: wrong world matrix");
             return;
@@ -123,11 +126,11 @@ void propagate_raw_bench(benchmark::State& state) {
         set_locals(k);
         k ^= 1;
         state.ResumeTiming();
-        propagate_raw(parent.data(), local.data(), world.data());
+        propagate_raw(n, parent.data(), local.data(), world.data());
         benchmark::DoNotOptimize(world.data());
         benchmark::ClobberMemory();
     }
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kForestN));
+    set_items(state, n);
 }
 
 enum class Change { all, one_percent, none };
@@ -136,17 +139,18 @@ void propagate_tessera_bench(benchmark::State& state, Change change) {
     const char* name = change == Change::all           ? "propagate/tessera"
                        : change == Change::one_percent ? "propagate/tessera_1pct"
                                                        : "propagate/tessera_none";
+    const std::size_t n = entity_count(kForestN);
     tessera::World world;
-    std::vector<tessera::Entity> ent(kForestN);
-    for (std::size_t i = 0; i < kForestN; ++i) {
+    std::vector<tessera::Entity> ent(n);
+    for (std::size_t i = 0; i < n; ++i) {
         ent[i] = world.spawn(tessera::LocalTransform{local_of(i, 0)});
         if (parent_of(i) != kNoParent) world.relate(ent[i], tessera::ChildOf{}, ent[parent_of(i)]);
     }
     tessera::propagate_transforms(world);  // adds every WorldTransform
-    const std::vector<std::size_t> subset = one_percent();
+    const std::vector<std::size_t> subset = one_percent(n);
     auto set_locals = [&](int k) {
         if (change == Change::all) {
-            for (std::size_t i = 0; i < kForestN; ++i)
+            for (std::size_t i = 0; i < n; ++i)
                 world.get_mut<tessera::LocalTransform>(ent[i]).matrix = local_of(i, k);
         } else if (change == Change::one_percent) {
             for (const std::size_t i : subset)
@@ -156,17 +160,17 @@ void propagate_tessera_bench(benchmark::State& state, Change change) {
     // One untimed step, checked.
     set_locals(1);
     const std::size_t written = tessera::propagate_transforms(world);
-    const std::vector<glm::mat4> want =
-        expected_worlds(change == Change::all ? nullptr : &subset, change == Change::none ? 0 : 1);
-    for (std::size_t i = 0; i < kForestN; ++i) {
+    const std::vector<glm::mat4> want = expected_worlds(
+        n, change == Change::all ? nullptr : &subset, change == Change::none ? 0 : 1);
+    for (std::size_t i = 0; i < n; ++i) {
         if (!near(world.get<tessera::WorldTransform>(ent[i]).matrix, want[i])) {
             state.SkipWithError((std::string(name) + ": wrong world matrix").c_str());
             return;
         }
     }
-    const bool count_ok = change == Change::all ? written == kForestN
+    const bool count_ok = change == Change::all ? written == n
                           : change == Change::one_percent
-                              ? written >= subset.size() && written < kForestN / 4
+                              ? written >= subset.size() && written < n / 4
                               : written == 0;
     if (!count_ok) {
         state.SkipWithError(
@@ -182,7 +186,7 @@ void propagate_tessera_bench(benchmark::State& state, Change change) {
         benchmark::DoNotOptimize(tessera::propagate_transforms(world));
         benchmark::ClobberMemory();
     }
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kForestN));
+    set_items(state, n);
     state.counters["written"] = static_cast<double>(written);
 }
 

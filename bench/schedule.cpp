@@ -3,7 +3,7 @@
 // over every entity with both), `cd` (swap C and D) and `ce` (swap C and E), all in one phase.
 // `ab` touches 40,000 entities, `cd` and `ce` 10,000 each; `cd` and `ce` both write C, so they
 // run one after the other, and `ab` can run beside them. Item = one entity of the world (40,000
-// per frame).
+// per frame). In a size sweep (--tessera-n) each set holds a quarter of the sweep's count.
 //
 // Variants: `tessera` = `Schedule::run(world, arena)` on a `tbb::task_arena(1)` (every system
 // inline on the calling thread); `tessera_par` = the same on a `tbb::task_arena(2)` with the
@@ -48,9 +48,15 @@ struct E {
     float v;
 };
 
+/// Entities per set in the standard run.
 inline constexpr std::size_t kSetN = 10'000;
 inline constexpr std::size_t kSets = 4;  // (A,B), (A,B,C), (A,B,C,D), (A,B,C,E)
 inline constexpr std::size_t kScheduleN = kSets * kSetN;
+
+/// Entities per set: a quarter of the sweep's count in a size sweep (rounded down).
+std::size_t set_count() {
+    return entity_count(kScheduleN) / kSets;
+}
 
 /// One entity's values; components its set lacks stay at 0.
 struct Values {
@@ -81,10 +87,11 @@ struct RawSet {
 };
 
 void schedule_raw(benchmark::State& state) {
+    const std::size_t set_n = set_count();
     std::array<RawSet, kSets> sets;
     for (std::size_t s = 0; s < kSets; ++s) {
         RawSet& t = sets[s];
-        for (std::size_t i = 0; i < kSetN; ++i) {
+        for (std::size_t i = 0; i < set_n; ++i) {
             const Values v = expected(s, i, 0);
             t.a.push_back(A{v.a});
             t.b.push_back(B{v.b});
@@ -96,7 +103,7 @@ void schedule_raw(benchmark::State& state) {
     auto check = [&](std::uint64_t frames) {
         for (std::size_t s = 0; s < kSets; ++s) {
             const RawSet& t = sets[s];
-            for (std::size_t i = 0; i < kSetN; ++i) {
+            for (std::size_t i = 0; i < set_n; ++i) {
                 const Values got{t.a[i].v, t.b[i].v, s >= 1 ? t.c[i].v : 0.0f,
                                  s == 2 ? t.d[i].v : 0.0f, s == 3 ? t.e[i].v : 0.0f};
                 if (got != expected(s, i, frames)) return false;
@@ -108,17 +115,17 @@ void schedule_raw(benchmark::State& state) {
         for (RawSet& t : sets) {  // ab
             A* const a = t.a.data();
             B* const b = t.b.data();
-            for (std::size_t i = 0; i < kSetN; ++i) std::swap(a[i].v, b[i].v);
+            for (std::size_t i = 0; i < set_n; ++i) std::swap(a[i].v, b[i].v);
         }
         {  // cd
             C* const c = sets[2].c.data();
             D* const d = sets[2].d.data();
-            for (std::size_t i = 0; i < kSetN; ++i) std::swap(c[i].v, d[i].v);
+            for (std::size_t i = 0; i < set_n; ++i) std::swap(c[i].v, d[i].v);
         }
         {  // ce
             C* const c = sets[3].c.data();
             E* const e = sets[3].e.data();
-            for (std::size_t i = 0; i < kSetN; ++i) std::swap(c[i].v, e[i].v);
+            for (std::size_t i = 0; i < set_n; ++i) std::swap(c[i].v, e[i].v);
         }
     };
     std::uint64_t frames = 0;
@@ -141,37 +148,38 @@ void schedule_raw(benchmark::State& state) {
         benchmark::ClobberMemory();
     }
     if (!check(frames)) state.SkipWithError("schedule/raw: wrong values after the frames");
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kScheduleN));
+    set_items(state, kSets * set_n);
 }
 
 /// The tessera variants: the suite's schedule run on an arena of `workers` threads; `always`
 /// sets the parallel threshold to zero (every phase with two or more systems runs on the
 /// workers, however short).
 void schedule_run(benchmark::State& state, int workers, bool always = false) {
+    const std::size_t set_n = set_count();
     tessera::World world;
     std::array<std::vector<tessera::Entity>, kSets> handles;
     auto keep = [&](std::size_t s, std::span<const tessera::Entity> spawned) {
         handles[s].assign(spawned.begin(), spawned.end());
     };
-    keep(0, world.spawn_many(kSetN, [](std::size_t i, A& a, B& b) {
+    keep(0, world.spawn_many(set_n, [](std::size_t i, A& a, B& b) {
         const Values v = expected(0, i, 0);
         a.v = v.a;
         b.v = v.b;
     }));
-    keep(1, world.spawn_many(kSetN, [](std::size_t i, A& a, B& b, C& c) {
+    keep(1, world.spawn_many(set_n, [](std::size_t i, A& a, B& b, C& c) {
         const Values v = expected(1, i, 0);
         a.v = v.a;
         b.v = v.b;
         c.v = v.c;
     }));
-    keep(2, world.spawn_many(kSetN, [](std::size_t i, A& a, B& b, C& c, D& d) {
+    keep(2, world.spawn_many(set_n, [](std::size_t i, A& a, B& b, C& c, D& d) {
         const Values v = expected(2, i, 0);
         a.v = v.a;
         b.v = v.b;
         c.v = v.c;
         d.v = v.d;
     }));
-    keep(3, world.spawn_many(kSetN, [](std::size_t i, A& a, B& b, C& c, E& e) {
+    keep(3, world.spawn_many(set_n, [](std::size_t i, A& a, B& b, C& c, E& e) {
         const Values v = expected(3, i, 0);
         a.v = v.a;
         b.v = v.b;
@@ -180,7 +188,7 @@ void schedule_run(benchmark::State& state, int workers, bool always = false) {
     }));
     auto check = [&](std::uint64_t frames) {
         for (std::size_t s = 0; s < kSets; ++s) {
-            for (std::size_t i = 0; i < kSetN; ++i) {
+            for (std::size_t i = 0; i < set_n; ++i) {
                 const tessera::Entity h = handles[s][i];
                 const C* c = world.try_get<C>(h);
                 const D* d = world.try_get<D>(h);
@@ -216,7 +224,7 @@ void schedule_run(benchmark::State& state, int workers, bool always = false) {
         benchmark::ClobberMemory();
     }
     if (!check(frames)) state.SkipWithError("schedule/tessera: wrong values after the frames");
-    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kScheduleN));
+    set_items(state, kSets * set_n);
 }
 
 void schedule_tessera(benchmark::State& state) {

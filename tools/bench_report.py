@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Turn tessera_bench's Google Benchmark JSON into docs/benchmarks.md.
+"""Turn tessera_bench's Google Benchmark JSON into docs/benchmarks.md and docs/bench/*.svg.
 
-Usage: python3 tools/bench_report.py <results.json> <out.md>
+Usage: bench_report.py <results.json> <out.md> [--warm <warm.json>]
+                       [--sweep <results-nK.json> ...] [--plots <dir> | --no-plots]
 
 Reads the JSON written by `tessera_bench --benchmark_out=... --benchmark_out_format=json`.
 With repetitions, the median aggregates (run_type "aggregate", aggregate_name "median") are
@@ -13,12 +14,22 @@ counter. Targets are those of the issues: absolute ones (ns per item, bytes per 
 scenario, ratio ones (times the `raw` median of the same run) per scenario/variant, and
 relative ones (times the median of another variant of the same scenario and run, e.g. a world
 with an unrelated observer against `tessera`) per scenario/variant.
-Python 3 standard library only.
+
+The tables are the standard run (<results.json>). The plots, one SVG per scenario family in
+the --plots directory (default: `bench/` beside <out.md>), show each variant's figure against
+the entity count, log-log: the standard run plus the size sweeps (`tessera_bench
+--tessera-n=<count>`, same names) given with --sweep. A benchmark's entity count is its
+`entities` counter (the run's `entities` context when absent); where a sweep and the standard
+run have the same count, the standard run's figure is plotted.
+
+Python 3 standard library, plus matplotlib (Debian: python3-matplotlib) for the plots only.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import statistics
 import sys
 from collections import OrderedDict
@@ -93,16 +104,33 @@ NO_TARGET: set[str] = {
     "snapshot_binary/tessera_load",
 }
 
-# Scenario groups: one table each, in this order; scenarios not listed go to "other".
-GROUPS: list[tuple[str, list[str]]] = [
-    ("Creation and destruction", ["create", "create_batch", "destroy"]),
-    ("Structural changes", ["add_remove"]),
-    ("Access by handle", ["get_seq", "get_random"]),
-    ("Iteration", ["iter_simple", "iter_frag", "heavy_compute"]),
-    ("Schedules", ["schedule", "frame_overhead"]),
-    ("Hierarchy and transforms", ["propagate"]),
-    ("Snapshots and clones", ["clone", "snapshot_binary"]),
+# Scenario families: one table and one plot (docs/bench/<file>.svg) each, in this order;
+# scenarios not listed go to "Other scenarios" (table only). Memory comes last.
+GROUPS: list[tuple[str, str, list[str]]] = [
+    ("Creation and destruction", "creation", ["create", "create_batch", "destroy"]),
+    ("Structural changes", "structural", ["add_remove"]),
+    ("Access by handle", "access", ["get_seq", "get_random"]),
+    ("Iteration", "iteration", ["iter_simple", "iter_frag", "heavy_compute"]),
+    ("Schedules", "schedules", ["schedule", "frame_overhead"]),
+    ("Hierarchy and transforms", "transforms", ["propagate"]),
+    ("Snapshots and clones", "snapshots", ["clone", "snapshot_binary"]),
 ]
+MEMORY_GROUP = ("Memory", "memory", ["memory"])
+
+# What the entity count N of the plots means per scenario (the sweep's --tessera-n), and which
+# scenarios keep one size (their size is the point of the scenario, or they have no entities).
+SIZES: dict[str, str] = {
+    "add_remove": "N entities, each given and then stripped of B (standard run: 10,000)",
+    "schedule": "N entities in all, N/4 in each of the four sets (standard run: 40,000)",
+    "propagate": "a forest of N entities, 8 roots, 4 children per node (standard run: 100,000)",
+    "iter_frag": "fixed: 26 archetypes x 20 entities = 520 (one point)",
+    "heavy_compute": "fixed: 1,000 entities, compute-bound (one point)",
+    "frame_overhead": "20 empty systems and no entities: not plotted",
+    "memory": "N entities (standard run: 1,000,000); at small N the figure is mostly the "
+              "world's fixed allocations and 4 KiB page granularity, not a per-entity cost",
+}
+NOT_PLOTTED = {"frame_overhead"}
+DEFAULT_SIZE = "N entities (standard run: 1,000,000)"
 
 MEMORY_SCENARIOS = {"memory"}
 BASELINE = "raw"
@@ -250,7 +278,21 @@ def table(title: str, scenarios: list[str], by_scenario: dict[str, dict[str, dic
     return out
 
 
-def render(data: dict, source: str) -> str:
+def family_section(title: str, scenarios: list[str], by_scenario: dict[str, dict[str, dict]],
+                   extra: list[str] | None, memory: bool = False) -> list[str]:
+    """A family's table of the standard run, then its plot and size table (`extra`)."""
+    out = table(title, scenarios, by_scenario, memory)
+    if extra:
+        if not out:
+            out = [f"## {title}", ""]
+        out += extra
+    return out
+
+
+def render(data: dict, source: str, extras: dict[str, list[str]] | None = None,
+           sweep_note: str | None = None) -> str:
+    """The page for the standard run `data`; `extras` maps a family's file name (GROUPS) to
+    the lines that follow its table (plot and size table), `sweep_note` describes the sweep."""
     entries, are_medians = load_entries(data)
     by_scenario: dict[str, dict[str, dict]] = OrderedDict()
     for (scenario, variant), entry in entries.items():
@@ -306,13 +348,17 @@ def render(data: dict, source: str) -> str:
         "",
     ]
 
+    if sweep_note:
+        lines[-1:-1] = [sweep_note]
+    extras = extras or {}
     grouped: set[str] = set()
-    for title, scenarios in GROUPS:
-        lines.extend(table(title, scenarios, by_scenario))
+    for title, slug, scenarios in GROUPS:
+        lines.extend(family_section(title, scenarios, by_scenario, extras.get(slug)))
         grouped.update(scenarios)
     others = [s for s in by_scenario if s not in grouped and s not in MEMORY_SCENARIOS]
     lines.extend(table("Other scenarios", others, by_scenario))
-    lines.extend(table("Memory", sorted(MEMORY_SCENARIOS), by_scenario, memory=True))
+    title, slug, scenarios = MEMORY_GROUP
+    lines.extend(family_section(title, scenarios, by_scenario, extras.get(slug), memory=True))
 
     try:
         n = int(ctx.get("entities", 1_000_000))
@@ -360,24 +406,244 @@ def warm_section(data: dict, source: str) -> str:
     ] + tables)
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) not in (3, 5) or (len(argv) == 5 and argv[3] != "--warm"):
-        print("usage: python3 tools/bench_report.py <results.json> <out.md> [--warm <warm.json>]",
-              file=sys.stderr)
-        return 2
-    src, dst = Path(argv[1]), Path(argv[2])
+# ---- size sweep: series per (scenario, variant), plots and size tables ----
+
+# (scenario, variant) -> {entity count: ns per item (bytes per entity for memory)}
+Series = dict[tuple[str, str], dict[int, float]]
+
+
+def run_entities(data: dict) -> int | None:
+    """The run's `entities` context: the count of the scenarios sized N."""
     try:
-        data = json.loads(src.read_text())
-        warm = json.loads(Path(argv[4]).read_text()) if len(argv) == 5 else None
+        return int(data.get("context", {}).get("entities"))
+    except (TypeError, ValueError):
+        return None
+
+
+def collect_series(runs: list[dict]) -> Series:
+    """Every plottable figure of `runs` by entity count; a later run wins a tie (pass the
+    standard run last)."""
+    series: Series = OrderedDict()
+    for data in runs:
+        entries, _ = load_entries(data)
+        default_n = run_entities(data)
+        for (scenario, variant), entry in entries.items():
+            if scenario in NOT_PLOTTED:
+                continue
+            value = value_of(scenario, entry)
+            n = entry.get("entities")
+            n = int(round(n)) if isinstance(n, (int, float)) and n > 0 else default_n
+            if value is not None and n is not None:
+                series.setdefault((scenario, variant), {})[n] = value
+    return series
+
+
+def variant_key(variant: str) -> tuple[bool, bool, str]:
+    """raw first, then tessera, then the other variants by name."""
+    return (variant != BASELINE, variant != "tessera", variant)
+
+
+def variants_of(series: Series, scenario: str) -> list[str]:
+    return sorted((v for s, v in series if s == scenario), key=variant_key)
+
+
+def count_label(n: float) -> str:
+    """1000 -> 1k, 1e6 -> 1M: the x tick labels."""
+    for scale, suffix in ((1e6, "M"), (1e3, "k")):
+        if n >= scale:
+            return f"{n / scale:g}{suffix}"
+    return f"{n:g}"
+
+
+def size_table(scenarios: list[str], series: Series, memory: bool) -> list[str]:
+    """The figures behind a family's plot: one row per variant, one column per entity count,
+    each cell the median and its ratio to raw at the same count."""
+    present = [s for s in scenarios if variants_of(series, s)]
+    counts = sorted({n for (s, _), pts in series.items() if s in present for n in pts})
+    if not counts:
+        return []
+    unit = "bytes per entity" if memory else "ns per item"
+    out = [f"| scenario | variant | " + " | ".join(f"N = {n:,}" for n in counts) + " |",
+           "|---|---|" + "---:|" * len(counts)]
+    for scenario in present:
+        raw = series.get((scenario, BASELINE), {})
+        for variant in variants_of(series, scenario):
+            pts = series[(scenario, variant)]
+            cells = []
+            for n in counts:
+                v = pts.get(n)
+                if v is None:
+                    cells.append("")
+                elif variant != BASELINE and raw.get(n):
+                    cells.append(f"{fmt(v)} ({fmt(v / raw[n])}x)")
+                else:
+                    cells.append(fmt(v))
+            out.append(f"| `{scenario}` | {variant} | " + " | ".join(cells) + " |")
+    return [f"Median {unit} by entity count N (in brackets: the ratio to raw at that N):", ""] \
+        + out + [""]
+
+
+def plot_family(plt, ticker, title: str, scenarios: list[str], series: Series, path: Path,
+                memory: bool) -> bool:
+    """One SVG: a log-log panel per scenario, each variant against N. False when no data."""
+    present = [s for s in scenarios if s not in NOT_PLOTTED and variants_of(series, s)]
+    if not present:
+        return False
+    xs_all = [n for (s, _), pts in series.items() if s in present for n in pts]
+    xlim = (min(xs_all) / 2, max(xs_all) * 2)
+    width = max(6.0, 4.3 * len(present))  # one panel: room for the title
+    fig, axes = plt.subplots(1, len(present), figsize=(width, 3.5), squeeze=False)
+    markers = ["s", "^", "v", "D", "P", "X"]
+    for ax, scenario in zip(axes[0], present):
+        ys_all = []
+        others = 0
+        for variant in variants_of(series, scenario):
+            pts = sorted(series[(scenario, variant)].items())
+            xs = [n for n, _ in pts]
+            ys = [v for _, v in pts]
+            ys_all += ys
+            if variant == BASELINE:
+                style = dict(color="black", linestyle="--", marker="o", linewidth=1.5)
+            elif variant == "tessera":
+                style = dict(color="tab:blue", marker="s", linewidth=2)
+            else:
+                style = dict(color=f"C{others + 1}", marker=markers[others % len(markers)],
+                             linewidth=1)
+                others += 1
+            ax.plot(xs, ys, label=variant, markersize=4, **style)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlim(*xlim)
+        lo, hi = min(ys_all), max(ys_all)
+        if hi / lo < 10:  # keep at least a decade, so that the axis has labelled ticks
+            mid = (hi * lo) ** 0.5
+            lo, hi = min(lo, mid / 3.2), max(hi, mid * 3.2)
+        ax.set_ylim(lo / 1.3, hi * 1.3)
+        for axis in (ax.xaxis, ax.yaxis):
+            axis.set_minor_locator(ticker.NullLocator())
+        ax.xaxis.set_major_locator(ticker.LogLocator(base=10))
+        ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: count_label(v)))
+        ax.yaxis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        fixed = len({n for v in variants_of(series, scenario)
+                     for n in series[(scenario, v)]}) == 1
+        ax.set_title(scenario + (" (one size)" if fixed else ""), fontsize=10)
+        ax.set_xlabel("entities N", fontsize=9)
+        ax.set_ylabel("bytes per entity" if memory else "ns per item (median)", fontsize=9)
+        ax.tick_params(labelsize=8)
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=7, frameon=False)
+    what = "bytes per entity" if memory else "time per item"
+    fig.suptitle(f"{title}: {what} by entity count, tessera vs raw (log-log)", fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="svg", metadata={"Date": None})
+    plt.close(fig)
+    return True
+
+
+def import_matplotlib():
+    """(pyplot, ticker) set up for small, text-as-text SVGs; None when matplotlib is missing."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        from matplotlib import ticker
+    except ImportError:
+        return None
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text stays text: no embedded glyphs
+    matplotlib.rcParams["svg.hashsalt"] = "tessera"  # stable ids: regenerated files diff cleanly
+    matplotlib.rcParams["font.sans-serif"] = ["DejaVu Sans", "Arial"]  # a short font list
+    return plt, ticker
+
+
+def family_extras(series: Series, plot_dir: Path | None, md_dir: Path,
+                  mpl) -> dict[str, list[str]]:
+    """Per family (GROUPS file name): the plot link, the sizes and the size table."""
+    extras: dict[str, list[str]] = {}
+    for title, slug, scenarios in GROUPS + [MEMORY_GROUP]:
+        memory = (title, slug, scenarios) == MEMORY_GROUP
+        lines: list[str] = []
+        if plot_dir is not None and mpl is not None:
+            path = plot_dir / f"{slug}.svg"
+            if plot_family(*mpl, title, scenarios, series, path, memory):
+                rel = os.path.relpath(path, md_dir)
+                lines += [f"![{title}: tessera against raw by entity count]({rel})", ""]
+        by_size: dict[str, list[str]] = OrderedDict()
+        for s in scenarios:
+            by_size.setdefault(SIZES.get(s, DEFAULT_SIZE), []).append(f"`{s}`")
+        sizes = "; ".join(f"{', '.join(names)}: {size}" for size, names in by_size.items())
+        lines += [f"Sizes: {sizes}.", ""]
+        lines += size_table(scenarios, series, memory)
+        extras[slug] = lines
+    return extras
+
+
+def sweep_note(sweeps: list[dict], sources: list[str]) -> str | None:
+    if not sweeps:
+        return None
+    scenarios = [sorted({split_name(b.get("run_name") or b.get("name", ""))[0]
+                         for b in d.get("benchmarks", []) if "/" in b.get("name", "")})
+                 for d in sweeps]
+    everything = set().union(*scenarios)
+    runs = []
+    for data, names in sorted(zip(sweeps, scenarios), key=lambda r: run_entities(r[0]) or 0):
+        n = run_entities(data)
+        only = "" if set(names) == everything else \
+            " (" + ", ".join(f"`{s}`" for s in names) + " only)"
+        runs.append(f"{n:,}{only}" if n is not None else "?")
+    reps = sorted({e.get("repetitions") for d in sweeps
+                   for e in d.get("benchmarks", []) if e.get("repetitions")})
+    rep_text = f", medians of {'/'.join(map(str, reps))} repetitions" if reps else ""
+    return ("- size sweep (the plots and the tables under them): the same binary with "
+            f"`--tessera-n=<N>` for N = {', '.join(runs)}{rep_text} "
+            f"({', '.join(f'`{s}`' for s in sources)}), plus the standard run above, under the "
+            "same names; each family says what N means for its scenarios. The setup-heavy "
+            "scenarios build 5 x 1,000,000 / N fresh worlds per repetition at small N: they "
+            "reuse the heap pages of the previous ones, so their figures there exclude most "
+            "first-touch page faults; and small worlds fit in cache.")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="bench_report.py",
+        description="tessera_bench JSON -> docs/benchmarks.md and docs/bench/*.svg")
+    parser.add_argument("results", type=Path, help="the standard run's JSON")
+    parser.add_argument("out", type=Path, help="the Markdown page to write")
+    parser.add_argument("--warm", type=Path, help="a --tessera-heap=warm run's JSON")
+    parser.add_argument("--sweep", type=Path, nargs="+", action="extend", default=[],
+                        help="--tessera-n=<N> runs' JSON")
+    parser.add_argument("--plots", type=Path,
+                        help="where the SVGs go (default: bench/ beside the page)")
+    parser.add_argument("--no-plots", action="store_true", help="tables only, no matplotlib")
+    args = parser.parse_args(argv[1:])
+
+    mpl = None
+    if not args.no_plots:
+        mpl = import_matplotlib()
+        if mpl is None:
+            print(f"bench_report: the plots need matplotlib, which {sys.executable} cannot "
+                  "import. Install Debian's python3-matplotlib (`make bench-deps`) and run this "
+                  "script with /usr/bin/python3, or pass --no-plots.", file=sys.stderr)
+            return 1
+    try:
+        data = json.loads(args.results.read_text())
+        warm = json.loads(args.warm.read_text()) if args.warm else None
+        sweeps = [json.loads(p.read_text()) for p in args.sweep]
     except (OSError, json.JSONDecodeError) as exc:
         print(f"bench_report: cannot read the results: {exc}", file=sys.stderr)
         return 1
-    text = render(data, display_path(src))
+    dst = args.out
+    plot_dir = None if args.no_plots else (args.plots or dst.parent / "bench")
+    series = collect_series(sweeps + [data])
+    extras = family_extras(series, plot_dir, dst.parent, mpl)
+    note = sweep_note(sweeps, [display_path(p) for p in args.sweep])
+    text = render(data, display_path(args.results), extras, note)
     if warm is not None:
-        text = text.rstrip() + "\n\n" + warm_section(warm, display_path(Path(argv[4])))
+        text = text.rstrip() + "\n\n" + warm_section(warm, display_path(args.warm))
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text(text)
-    print(f"bench_report: wrote {dst}")
+    print(f"bench_report: wrote {dst}" + (f" and the plots in {plot_dir}" if plot_dir else ""))
     return 0
 
 
