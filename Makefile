@@ -4,8 +4,10 @@
 #   make test      dev preset: configure, build, run every test
 #   make sanitize  asan preset (ASan + UBSan)      make tsan   tsan preset (ThreadSanitizer)
 #   make clang     clang preset (clang++ -Werror)  make demo   release build, run the arena demo
-#   make bench     release benchmarks -> build/release/bench/results.json + docs/benchmarks.md
+#   make bench     release benchmarks -> build/release/bench/results*.json, docs/benchmarks.md
+#                  and docs/bench/*.svg (make bench-run: the same without configure + build)
 #   make format    clang-format -i on every .hpp/.cpp
+#   make docs      API reference (doxygen, docs/Doxyfile) -> build/docs/html/index.html
 #
 # Variables: JOBS (ctest parallelism, default 2), BENCH_FILTER (a --benchmark_filter regex),
 # BENCH_ARGS (more Google Benchmark flags), CTEST_ARGS (more ctest flags, e.g. -R World).
@@ -18,17 +20,33 @@ BENCH_ARGS ?=
 CTEST_ARGS ?=
 
 DEB_PACKAGES := cmake ninja-build g++ clang libgtest-dev libgmock-dev libbenchmark-dev \
-                libtbb-dev libglm-dev nlohmann-json3-dev python3 clang-format
+                libtbb-dev libglm-dev nlohmann-json3-dev python3 clang-format \
+                libcpp-httplib-dev doxygen
+# What `make docs` alone needs (doxygen is in DEB_PACKAGES too: `make test` runs the doxygen_api
+# test, which checks every public declaration is documented).
+DOCS_DEB_PACKAGES := doxygen
 
 DEMO := build/release/examples/arena/arena
 DEMO_ARGS ?=
-BENCH_BIN := build/release/bench/tessera_bench
-BENCH_JSON := build/release/bench/results.json
-BENCH_WARM_JSON := build/release/bench/results-warm.json
+# Benchmarks: the release preset's build (BENCH_DIR, for bench-run on another build of it).
+BENCH_DIR ?= build/release
+BENCH_BIN := $(BENCH_DIR)/bench/tessera_bench
+BENCH_JSON := $(BENCH_DIR)/bench/results.json
+BENCH_WARM_JSON := $(BENCH_DIR)/bench/results-warm.json
+# The size sweep of the plots: every scenario that scales rerun at N = BENCH_SWEEP entities
+# (results-n<N>.json; the standard run is N = 1,000,000), and at 1,000,000 the scenarios whose
+# standard size is smaller. Fewer repetitions and a shorter minimum time than the standard run.
+BENCH_SWEEP ?= 1000 10000 100000
+BENCH_SWEEP_ARGS ?= --benchmark_repetitions=3 --benchmark_min_time=0.2
+BENCH_SWEEP_FILTER := ^(create|create_batch|destroy|add_remove|get_seq|get_random|iter_simple|schedule|propagate|clone|snapshot_binary|memory)/
+BENCH_SWEEP_1M_FILTER := ^(add_remove|schedule|propagate)/
+# Debian's Python: the plots need its python3-matplotlib (a python3 earlier on PATH may lack it).
+PYTHON ?= /usr/bin/python3
+BENCH_DEB_PACKAGES := python3-matplotlib
 FORMAT_DIRS := include src tests bench examples tools
 
 .DEFAULT_GOAL := help
-.PHONY: help deps test sanitize tsan clang demo bench format
+.PHONY: help deps test sanitize tsan clang demo bench bench-run bench-deps format docs docs-deps
 
 help:
 	@echo "tessera make targets:"
@@ -37,10 +55,14 @@ help:
 	@echo "  make sanitize   the tests under AddressSanitizer + UBSan (asan preset)"
 	@echo "  make tsan       the tests under ThreadSanitizer (tsan preset)"
 	@echo "  make clang      the tests built with clang++ (clang preset)"
-	@echo "  make bench      run the benchmarks, write $(BENCH_JSON) and docs/benchmarks.md"
-	@echo "                  (BENCH_FILTER=<regex> selects benchmarks, BENCH_ARGS=... adds flags)"
+	@echo "  make bench      run the benchmarks, write $(BENCH_JSON), docs/benchmarks.md and"
+	@echo "                  docs/bench/*.svg (BENCH_FILTER=<regex> selects benchmarks in every"
+	@echo "                  run, BENCH_ARGS=... adds flags; make bench-run skips the build)"
 	@echo "  make format     clang-format -i on all C++ sources"
+	@echo "  make docs       the API reference (doxygen) in build/docs/html/index.html"
 	@echo "  make deps       install missing Debian packages (as root) or print the apt-get line"
+	@echo "  make browser-deps  Chromium + playwright-core for the inspector's browser test"
+	@echo "                  (the test targets run it)"
 	@echo "Variables: JOBS=$(JOBS) (parallel tests), CTEST_ARGS=... (extra ctest flags)"
 
 # A no-op when everything is installed (one dpkg query per package).
@@ -66,16 +88,16 @@ define preset_test
 	ctest --preset $(1) -j $(JOBS) $(CTEST_ARGS)
 endef
 
-test: deps
+test: deps browser-deps
 	$(call preset_test,dev)
 
-sanitize: deps
+sanitize: deps browser-deps
 	$(call preset_test,asan)
 
-tsan: deps
+tsan: deps browser-deps
 	$(call preset_test,tsan)
 
-clang: deps
+clang: deps browser-deps
 	$(call preset_test,clang)
 
 demo: deps
@@ -83,17 +105,55 @@ demo: deps
 	cmake --build --preset release --target arena
 	./$(DEMO) $(DEMO_ARGS)
 
-bench: deps
+bench: deps bench-deps
 	cmake --preset release
 	cmake --build --preset release --target tessera_bench
+	@$(MAKE) --no-print-directory bench-run
+
+# The plots need matplotlib; `make test` does not.
+bench-deps:
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(BENCH_DEB_PACKAGES)"
+
+# The standard run, the warm-heap run of the setup-heavy scenarios, the size sweep, the report.
+bench-run: bench-deps
 	setarch -R ./$(BENCH_BIN) --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
 	    --benchmark_out=$(BENCH_JSON) --benchmark_out_format=json \
 	    $(if $(BENCH_FILTER),'--benchmark_filter=$(BENCH_FILTER)') $(BENCH_ARGS)
 	setarch -R ./$(BENCH_BIN) --tessera-heap=warm --benchmark_repetitions=5 \
 	    --benchmark_report_aggregates_only=true --benchmark_out=$(BENCH_WARM_JSON) \
 	    --benchmark_out_format=json '--benchmark_filter=^(create|create_batch|destroy|clone|snapshot_binary)/' $(BENCH_ARGS)
-	python3 tools/bench_report.py $(BENCH_JSON) docs/benchmarks.md --warm $(BENCH_WARM_JSON)
+	$(foreach n,$(BENCH_SWEEP) 1000000,setarch -R ./$(BENCH_BIN) --tessera-n=$(n) \
+	    $(BENCH_SWEEP_ARGS) --benchmark_report_aggregates_only=true --benchmark_out_format=json \
+	    --benchmark_out=$(BENCH_DIR)/bench/results-n$(n).json \
+	    '--benchmark_filter=$(or $(BENCH_FILTER),$(if $(filter 1000000,$(n)),$(BENCH_SWEEP_1M_FILTER),$(BENCH_SWEEP_FILTER)))' \
+	    $(BENCH_ARGS) &&) true
+	$(PYTHON) tools/bench_report.py $(BENCH_JSON) docs/benchmarks.md --warm $(BENCH_WARM_JSON) \
+	    --sweep $(foreach n,$(BENCH_SWEEP) 1000000,$(BENCH_DIR)/bench/results-n$(n).json)
 
 format: deps
 	find $(wildcard $(FORMAT_DIRS)) -type f \( -name '*.hpp' -o -name '*.cpp' \) -print0 \
 	    | xargs -0 -r clang-format -i
+
+# The API reference: doxygen on docs/Doxyfile (public headers, README.md as the main page,
+# docs/*.md as related pages). Needs only doxygen: `deps` with DOCS_DEB_PACKAGES.
+docs-deps:
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(DOCS_DEB_PACKAGES)"
+
+docs: docs-deps
+	rm -rf build/docs/html
+	doxygen docs/Doxyfile
+	@echo "docs: open $(CURDIR)/build/docs/html/index.html"
+
+# The inspector's browser test (ctest label "browser"): Debian's Chromium, node and npm (any
+# node >= 18 already installed is kept), and playwright-core from npm in tests/browser
+# (package-lock.json pins it), installed again only when the lock file changed. When npm can't
+# reach its registry the test reports itself skipped rather than failing the other tests.
+.PHONY: browser-deps
+browser-deps:
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="chromium"
+	@command -v npm >/dev/null 2>&1 || $(MAKE) --no-print-directory deps DEB_PACKAGES="nodejs npm"
+	@if [ ! -d tests/browser/node_modules ] || \
+	    [ tests/browser/package-lock.json -nt tests/browser/node_modules ]; then \
+	    (cd tests/browser && npm ci --no-audit --no-fund && touch node_modules) || \
+	    echo "browser-deps: npm ci failed: the browser test (inspect_browser) will be skipped"; \
+	fi

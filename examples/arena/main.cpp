@@ -11,6 +11,10 @@
 // number of workers: `--verify` checks it.
 #include "sim.hpp"
 
+#ifdef TESSERA_ARENA_INSPECT
+#include <tessera/inspect.hpp>
+#endif
+
 #include <tbb/global_control.h>
 #include <nlohmann/json.hpp>
 
@@ -40,6 +44,8 @@ struct Options {
     bool verify = false;
     std::uint32_t render_every = 0;  ///< 0 = no map
     std::string json_path;
+    int inspect_port = -1;  ///< -1 = no inspector
+    std::uint32_t fps = 0;  ///< frame-rate cap, 0 = none (30 with --inspect)
 };
 
 constexpr std::uint32_t kDefaultRenderEvery = 25;
@@ -63,6 +69,10 @@ void usage(std::ostream& out) {
         << ");\n"
            "                 R = red, B = blue (lower case: sparse), * = both, . = empty\n"
            "  --json FILE    write per-frame statistics as JSON to FILE\n"
+           "  --inspect PORT serve the world inspector (web page and JSON API) on\n"
+           "                 http://127.0.0.1:PORT/ while the battle runs (0: any free port);\n"
+           "                 frames are capped at 30 per second then (see --fps)\n"
+           "  --fps N        cap the frame rate at N frames per second (0: uncapped)\n"
            "  -h, --help     this text\n"
            "\n"
            "A progress bar is shown while running when stdout is a terminal; at the end a table\n"
@@ -80,6 +90,7 @@ std::optional<T> parse_number(std::string_view s) {
 /// Parses argv; exits with status 0 for --help and 2 for a bad command line.
 Options parse(int argc, char** argv) {
     Options o;
+    bool fps_given = false;
     auto fail = [](const std::string& msg) {
         std::cerr << "arena: " << msg << " (see --help)\n";
         std::exit(2);
@@ -120,10 +131,21 @@ Options parse(int argc, char** argv) {
             }
         } else if (arg == "--json") {
             o.json_path = std::string(value());
+        } else if (arg == "--inspect") {
+            number(o.inspect_port, 0);
+            if (o.inspect_port > 65535)
+                fail("--inspect: not a port: " + std::to_string(o.inspect_port));
+#ifndef TESSERA_ARENA_INSPECT
+            fail("--inspect: this arena was built without tessera::inspect (libcpp-httplib-dev)");
+#endif
+        } else if (arg == "--fps") {
+            number(o.fps, std::uint32_t{0});
+            fps_given = true;
         } else {
             fail("unknown option '" + std::string(arg) + "'");
         }
     }
+    if (o.inspect_port >= 0 && o.fps == 0 && !fps_given) o.fps = 30;
     if (o.config.workers == 0) {
         o.config.workers = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     }
@@ -243,10 +265,21 @@ RunResult run(const arena::Config& config, int workers, const Options& o, bool s
     nlohmann::json frames = nlohmann::json::array();
     const bool json = show && !o.json_path.empty();
 
+#ifdef TESSERA_ARENA_INSPECT
+    // The inspector reads and edits the world between frames, on this thread.
+    std::optional<ts::Inspector> inspector;
+    if (show && o.inspect_port >= 0) {
+        inspector.emplace(static_cast<std::uint16_t>(o.inspect_port));
+        std::cout << "inspector: " << inspector->url() << std::endl;
+    }
+#endif
     const auto start = std::chrono::steady_clock::now();
     std::uint32_t last_bar = 0;
     for (std::uint32_t f = 1; f <= config.frames; ++f) {
         const auto t0 = std::chrono::steady_clock::now();
+#ifdef TESSERA_ARENA_INSPECT
+        if (inspector) inspector->update(battle.world(), &battle.schedule());
+#endif
         battle.step();
         const double ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
@@ -283,6 +316,9 @@ RunResult run(const arena::Config& config, int workers, const Options& o, bool s
         }
         if (show && o.render_every > 0 && (f % o.render_every == 0 || f == config.frames)) {
             render(battle, f, isatty(STDOUT_FILENO) != 0);
+        }
+        if (show && o.fps > 0) {
+            std::this_thread::sleep_until(t0 + std::chrono::nanoseconds(1'000'000'000 / o.fps));
         }
         if (bar && (f == config.frames ||
                     f - last_bar >= std::max<std::uint32_t>(1, config.frames / 100))) {

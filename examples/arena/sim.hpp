@@ -241,6 +241,8 @@ public:
     void step();
 
     [[nodiscard]] ts::World& world() noexcept { return world_; }
+    /// The battle's schedule (for tools: the inspector reads its per-system times).
+    [[nodiscard]] ts::Schedule& schedule() noexcept { return schedule_; }
     [[nodiscard]] const SystemTimes& times() const noexcept { return times_; }
     /// This frame's per-system times in ns (index as in `times()`).
     [[nodiscard]] const std::vector<std::uint64_t>& frame_times() const noexcept {

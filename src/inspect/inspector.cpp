@@ -1,0 +1,818 @@
+// The world inspector (inspect.hpp): an HTTP server whose threads never touch the world.
+//
+// Every API request becomes a `Pending` in a queue; its server thread waits on a condition
+// variable until `Inspector::update`, on the world's thread, takes the queue, answers each
+// request from the world (or applies its edit) and wakes the waiters. Requests are validated
+// as far as possible before they are queued (ids, paging, the body), so malformed ones are
+// answered at once, even when no update runs. A waiter that times out removes its request from
+// the queue if the world thread has not taken it yet, so a timed-out edit is never applied
+// later; once taken, it is answered within that update, so the waiter keeps waiting for it.
+#include <tessera/dynamic.hpp>
+#include <tessera/inspect.hpp>
+#include <tessera/relation.hpp>
+#include <tessera/schedule.hpp>
+#include <tessera/world.hpp>
+
+#include <httplib.h>
+#include <sys/socket.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <iostream>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace tessera {
+
+namespace detail {
+/// The inspector's web page (page.html, embedded at build time by src/inspect/CMakeLists.txt).
+std::string_view inspector_page() noexcept;
+}  // namespace detail
+
+namespace {
+
+using json = nlohmann::json;
+using detail::Archetype;
+using detail::Storage;
+
+constexpr std::size_t max_limit = 1000;            ///< entities / archetypes per page
+constexpr std::size_t default_limit = 100;         ///< when `limit` is not given
+constexpr std::size_t max_leaves = 256;            ///< field values shown per component
+constexpr std::size_t max_relation_listed = 1000;  ///< targets / sources listed per relation
+constexpr std::size_t frame_samples = 128;         ///< frame times kept for the median
+
+/// A request for the world thread, and its answer.
+struct Pending {
+    enum class Kind : std::uint8_t { stats, archetypes, systems, entities, entity, edit };
+    Kind kind = Kind::stats;
+    // Arguments, validated on the server thread.
+    Entity entity;
+    std::vector<std::string> with, without;
+    std::size_t offset = 0;
+    std::size_t limit = default_limit;
+    std::string component, field;
+    json value;
+    // Answer, written by the world thread under the inspector's mutex.
+    bool taken = false;
+    bool done = false;
+    int status = 500;
+    std::string body;
+};
+
+std::string dump(const json& j) {
+    // std::string fields may hold any bytes: invalid UTF-8 is replaced, never an exception.
+    return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string error_body(const std::string& message) {
+    return dump(json{{"error", message}});
+}
+
+/// A failed request: its HTTP status and message.
+struct Failure {
+    int status;
+    std::string message;
+};
+
+std::string entity_text(Entity e) {
+    return std::to_string(e.index) + ":" + std::to_string(e.generation);
+}
+
+template <class T>
+std::optional<T> parse_number(std::string_view s) {
+    T value{};
+    if (s.empty() || s.size() > 20) return std::nullopt;
+    const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+    return value;
+}
+
+/// "index:generation", both decimal.
+std::optional<Entity> parse_entity(std::string_view s) {
+    const std::size_t colon = s.find(':');
+    if (colon == std::string_view::npos) return std::nullopt;
+    const auto index = parse_number<std::uint32_t>(s.substr(0, colon));
+    const auto generation = parse_number<std::uint32_t>(s.substr(colon + 1));
+    if (!index || !generation) return std::nullopt;
+    return Entity{*index, *generation};
+}
+
+std::vector<std::string> split_names(const std::string& list) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', start), list.size());
+        if (comma > start) out.push_back(list.substr(start, comma - start));
+        start = comma + 1;
+    }
+    return out;
+}
+
+const char* phase_name(Phase p) {
+    switch (p) {
+        case Phase::start: return "start";
+        case Phase::pre_update: return "pre_update";
+        case Phase::update: return "update";
+        case Phase::post_update: return "post_update";
+        case Phase::manual: return "manual";
+    }
+    return "?";
+}
+
+bool is_loopback(const std::string& host) {
+    return host == "127.0.0.1" || host == "localhost" || host == "::1" ||
+           host.rfind("127.", 0) == 0;
+}
+
+// ----- reading the world (world thread only) ------------------------------------------------
+
+/// The component of the world named `name`: its exact name, or else the one whose name ends
+/// in "::" + `name` (when exactly one does). Null when none; `ambiguous` set when several.
+std::optional<ComponentId> find_by_name(const Storage& s, std::string_view name,
+                                        std::string* problem) {
+    std::optional<ComponentId> suffix;
+    std::size_t suffix_matches = 0;
+    std::optional<ComponentId> exact;
+    s.for_each_component([&](ComponentId id) {
+        const std::string_view n = component_info(id).name;
+        if (n == name) exact = id;
+        if (n.size() > name.size() + 2 && n.ends_with(name) &&
+            n.substr(n.size() - name.size() - 2, 2) == "::") {
+            suffix = id;
+            ++suffix_matches;
+        }
+    });
+    if (exact) return exact;
+    if (suffix_matches == 1) return suffix;
+    if (suffix_matches > 1)
+        *problem = "component name '" + std::string(name) + "' is ambiguous: qualify it";
+    else
+        *problem = "unknown component '" + std::string(name) + "'";
+    return std::nullopt;
+}
+
+/// The JSON value of one scalar field at `p`.
+json leaf_value(const Storage& s, Field type, const std::byte* p) {
+    auto get = [p]<class T>(T*) {
+        T v;
+        std::memcpy(&v, p, sizeof(T));
+        return v;
+    };
+    switch (type) {
+        case Field::f32: {
+            // The shortest text that reads back as this float (50.4, not 50.39990234375).
+            char text[32];
+            const float v = get(static_cast<float*>(nullptr));
+            if (!std::isfinite(v)) return nullptr;
+            const auto end = std::to_chars(text, text + sizeof text, v).ptr;
+            return std::strtod(std::string(text, end).c_str(), nullptr);
+        }
+        case Field::f64: return get(static_cast<double*>(nullptr));
+        case Field::i8: return get(static_cast<std::int8_t*>(nullptr));
+        case Field::i16: return get(static_cast<std::int16_t*>(nullptr));
+        case Field::i32: return get(static_cast<std::int32_t*>(nullptr));
+        case Field::i64: return get(static_cast<std::int64_t*>(nullptr));
+        case Field::u8: return get(static_cast<std::uint8_t*>(nullptr));
+        case Field::u16: return get(static_cast<std::uint16_t*>(nullptr));
+        case Field::u32: return get(static_cast<std::uint32_t*>(nullptr));
+        case Field::u64: return get(static_cast<std::uint64_t*>(nullptr));
+        case Field::boolean: return get(static_cast<std::uint8_t*>(nullptr)) != 0;
+        case Field::str: {
+            const std::uint32_t id = get(static_cast<std::uint32_t*>(nullptr));
+            const StringTable* table = s.strings_if();
+            if (id == 0) return "";
+            if (table != nullptr && id < table->size()) return std::string(table->get(id));
+            return nullptr;
+        }
+        case Field::string: return *reinterpret_cast<const std::string*>(p);
+        case Field::record: break;
+    }
+    return nullptr;
+}
+
+/// Appends the leaves of field `f` (a record's fields, an array's elements) at `base`.
+void add_leaves(const Storage& s, const FieldInfo& f, const std::byte* base,
+                const std::string& prefix, json& out, bool& truncated) {
+    for (std::uint32_t i = 0; i < f.count; ++i) {
+        if (out.size() >= max_leaves) {
+            truncated = true;
+            return;
+        }
+        std::string path = prefix + std::string(f.name);
+        if (f.count > 1) path += "[" + std::to_string(i) + "]";
+        const std::byte* p = base + f.offset + std::size_t{i} * f.stride;
+        if (f.type == Field::record && f.schema != nullptr) {
+            for (const FieldInfo& inner : f.schema->fields)
+                add_leaves(s, inner, p, path + ".", out, truncated);
+            continue;
+        }
+        json leaf = {{"path", std::move(path)},
+                     {"type", std::string(to_string(f.type))},
+                     {"value", leaf_value(s, f.type, p)}};
+        if (f.is_enum) leaf["enum"] = true;
+        out.push_back(std::move(leaf));
+    }
+}
+
+json names_of(const Archetype& a) {
+    json names = json::array();
+    for (const ComponentId id : a.ids) names.push_back(std::string(component_info(id).name));
+    return names;
+}
+
+/// Archetypes a user can see, in creation order (the empty one included, the sentinels not).
+template <class F>
+void each_archetype(const Storage& s, F&& fn) {
+    for (std::size_t i = detail::empty_archetype; i < s.archetype_slots(); ++i) {
+        if (i == detail::pending_archetype) continue;
+        fn(s.archetype(static_cast<std::uint32_t>(i)));
+    }
+}
+
+}  // namespace
+
+// ----- the inspector ------------------------------------------------------------------------
+
+struct Inspector::Impl {
+    InspectorOptions options;
+    httplib::Server server;
+    std::thread thread;
+    std::atomic<bool> finished{false};
+    int port = 0;
+
+    std::mutex mutex;
+    std::condition_variable answered;
+    std::deque<std::shared_ptr<Pending>> queue;  // guarded by mutex
+    bool stopping = false;                       // guarded by mutex
+
+    // World thread only.
+    std::atomic<std::uint64_t> frames{0};
+    std::optional<std::chrono::steady_clock::time_point> last_update;
+    std::vector<double> frame_ms;  ///< ring of the last `frame_samples` frame times
+    std::size_t frame_next = 0;
+    double last_frame_ms = 0;
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+    void routes();
+    bool host_allowed(const httplib::Request& req) const;
+    /// Queues `p` and waits for its answer (or the timeout, or shutdown).
+    void serve(const std::shared_ptr<Pending>& p, httplib::Response& res);
+    static void reply(httplib::Response& res, int status, const std::string& body) {
+        res.status = status;
+        res.set_content(body, "application/json");
+    }
+
+    // World thread: one request each.
+    /// The answer to `p` (200). @throws Failure for a bad request.
+    json answer(const Pending& p, World& world, Schedule* schedule);
+    json stats(const World& world) const;
+    static json archetypes(const World& world, const Pending& p);
+    static json systems(Schedule* schedule);
+    static json entities(const World& world, const Pending& p);
+    static json entity(const World& world, Entity e);
+    static json edit(World& world, const Pending& p);
+};
+
+namespace {
+[[noreturn]] void fail(int status, std::string message) {
+    throw Failure{status, std::move(message)};
+}
+
+void check_alive(const World& world, Entity e) {
+    const Storage& s = world.storage();
+    if (world.is_alive(e)) return;
+    if (e.index < s.record_count() && s.records()[e.index].archetype != detail::dead_archetype)
+        fail(404, "entity " + entity_text(e) + " is not alive (a newer generation " +
+                      std::to_string(s.records()[e.index].generation) + " lives at index " +
+                      std::to_string(e.index) + ")");
+    if (e.index < s.record_count()) fail(404, "entity " + entity_text(e) + " is not alive");
+    fail(404, "unknown entity " + entity_text(e));
+}
+
+/// The component `name` of live `e`: an exact name or a unique "::"-suffix among `e`'s own.
+ComponentId component_of(const World& world, Entity e, const std::string& name) {
+    const Storage& s = world.storage();
+    const Archetype& a = s.archetype(s.record(e)->archetype);
+    std::optional<ComponentId> found;
+    std::size_t suffix_matches = 0;
+    for (const ComponentId id : a.ids) {
+        const std::string_view n = component_info(id).name;
+        if (n == name) return id;
+        if (n.size() > name.size() + 2 && n.ends_with(name) &&
+            n.substr(n.size() - name.size() - 2, 2) == "::") {
+            found = id;
+            ++suffix_matches;
+        }
+    }
+    if (suffix_matches == 1) return *found;
+    if (suffix_matches > 1) fail(400, "component name '" + name + "' is ambiguous: qualify it");
+    std::string problem;
+    if (!find_by_name(s, name, &problem)) fail(404, problem);
+    fail(404, "entity " + entity_text(e) + " has no component '" + name + "'");
+}
+}  // namespace
+
+Inspector::Inspector(std::uint16_t port, InspectorOptions options)
+    : impl_(std::make_unique<Impl>()) {
+    Impl& m = *impl_;
+    m.options = std::move(options);
+    if (!is_loopback(m.options.host)) {
+        if (!m.options.allow_remote)
+            throw Error(errc::invalid_argument,
+                        "Inspector: host '" + m.options.host +
+                            "' is not a loopback address; set InspectorOptions::allow_remote to "
+                            "serve it (the API can change the world and has no authentication)");
+        std::cerr << "tessera::Inspector: warning: serving on " << m.options.host
+                  << ", reachable from other machines; the API can change the world and has "
+                     "no authentication\n";
+    }
+    m.frame_ms.reserve(frame_samples);
+    const int threads = std::max(1, m.options.threads);
+    m.server.new_task_queue = [threads] {
+        return new httplib::ThreadPool(static_cast<std::size_t>(threads));
+    };
+    m.server.set_payload_max_length(m.options.max_body);
+    m.server.set_keep_alive_timeout(1);  // bounds how long the destructor waits for idle clients
+    m.server.set_read_timeout(2);
+    m.server.set_write_timeout(2);
+    // httplib's default also sets SO_REUSEPORT, which would let a second server share a taken
+    // port silently: only SO_REUSEADDR here (restarting on a port in TIME_WAIT still works).
+    m.server.set_socket_options([](socket_t sock) {
+        const int yes = 1;
+        ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
+    m.routes();
+    if (port == 0) {
+        m.port = m.server.bind_to_any_port(m.options.host);
+    } else {
+        m.port = m.server.bind_to_port(m.options.host, port) ? port : -1;
+    }
+    if (m.port <= 0)
+        throw Error(errc::invalid_argument, "Inspector: cannot listen on " + m.options.host + ":" +
+                                                std::to_string(port) +
+                                                " (port taken, or not a local address?)");
+    m.thread = std::thread([&m] {
+        m.server.listen_after_bind();
+        m.finished.store(true);
+    });
+}
+
+Inspector::~Inspector() {
+    Impl& m = *impl_;
+    {
+        std::lock_guard lock(m.mutex);
+        m.stopping = true;
+    }
+    m.answered.notify_all();
+    // `stop` does nothing until the server loop has started: repeat it until the loop ends.
+    while (!m.finished.load()) {
+        m.server.stop();
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    m.thread.join();
+}
+
+std::uint16_t Inspector::port() const noexcept {
+    return static_cast<std::uint16_t>(impl_->port);
+}
+
+std::string Inspector::url() const {
+    const std::string& h = impl_->options.host;
+    const bool v6 = h.find(':') != std::string::npos;
+    return "http://" + (v6 ? "[" + h + "]" : h) + ":" + std::to_string(impl_->port) + "/";
+}
+
+std::uint64_t Inspector::frames() const noexcept {
+    return impl_->frames.load();
+}
+
+bool Inspector::Impl::host_allowed(const httplib::Request& req) const {
+    // A page on another site can't reach the API through DNS rebinding: on loopback, only
+    // requests addressed to a loopback name are served.
+    if (options.allow_remote || !req.has_header("Host")) return true;
+    const std::string host = req.get_header_value("Host");
+    const std::string p = ":" + std::to_string(port);
+    return host == "127.0.0.1" + p || host == "localhost" + p || host == "[::1]" + p;
+}
+
+void Inspector::Impl::serve(const std::shared_ptr<Pending>& p, httplib::Response& res) {
+    std::unique_lock lock(mutex);
+    if (stopping) return reply(res, 503, error_body("the inspector is shutting down"));
+    queue.push_back(p);
+    const auto deadline = std::chrono::steady_clock::now() + options.reply_timeout;
+    while (!p->done && !stopping) {
+        if (p->taken) {
+            answered.wait(lock);  // being answered by the update running now: it ends soon
+            continue;
+        }
+        if (answered.wait_until(lock, deadline) == std::cv_status::timeout && !p->done &&
+            !p->taken) {
+            queue.erase(std::find(queue.begin(), queue.end(), p));
+            return reply(res, 503,
+                         error_body("no Inspector::update within " +
+                                    std::to_string(options.reply_timeout.count()) +
+                                    " ms: is the program running its frame loop?"));
+        }
+    }
+    if (!p->done) {
+        if (!p->taken) queue.erase(std::find(queue.begin(), queue.end(), p));
+        return reply(res, 503, error_body("the inspector is shutting down"));
+    }
+    reply(res, p->status, p->body);
+}
+
+void Inspector::Impl::routes() {
+    server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+        if (host_allowed(req)) return httplib::Server::HandlerResponse::Unhandled;
+        reply(res, 403, error_body("Host '" + req.get_header_value("Host") + "' is not served"));
+        return httplib::Server::HandlerResponse::Handled;
+    });
+    server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+        if (!res.body.empty()) return;  // ours: already a JSON error
+        std::string message;
+        if (res.status == 413)
+            message = "request body too large";
+        else if (res.status == 404)
+            message = "no such endpoint: " + req.method + " " + req.path;
+        else
+            message = "bad request";
+        res.set_content(error_body(message), "application/json");
+    });
+    server.set_exception_handler(
+        [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+            reply(res, 500, error_body("internal error"));
+        });
+
+    server.Get("/", [](const httplib::Request&, httplib::Response& res) {
+        res.set_header("Content-Security-Policy",
+                       "default-src 'self'; script-src 'unsafe-inline'; style-src "
+                       "'unsafe-inline'; connect-src 'self'");
+        res.set_header("X-Content-Type-Options", "nosniff");
+        const std::string_view page = detail::inspector_page();
+        res.set_content(page.data(), page.size(), "text/html; charset=utf-8");
+    });
+
+    auto simple = [this](Pending::Kind kind) {
+        return [this, kind](const httplib::Request&, httplib::Response& res) {
+            auto p = std::make_shared<Pending>();
+            p->kind = kind;
+            serve(p, res);
+        };
+    };
+    server.Get("/api/stats", simple(Pending::Kind::stats));
+    server.Get("/api/systems", simple(Pending::Kind::systems));
+
+    // offset/limit: decimal, limit 1..1000.
+    auto paging = [](const httplib::Request& req, Pending& p) -> std::optional<std::string> {
+        if (req.has_param("offset")) {
+            const auto n = parse_number<std::size_t>(req.get_param_value("offset"));
+            if (!n) return "offset must be a non-negative integer";
+            p.offset = *n;
+        }
+        if (req.has_param("limit")) {
+            const auto n = parse_number<std::size_t>(req.get_param_value("limit"));
+            if (!n || *n == 0 || *n > max_limit)
+                return "limit must be an integer from 1 to " + std::to_string(max_limit);
+            p.limit = *n;
+        }
+        return std::nullopt;
+    };
+    server.Get("/api/archetypes",
+               [this, paging](const httplib::Request& req, httplib::Response& res) {
+                   auto p = std::make_shared<Pending>();
+                   p->kind = Pending::Kind::archetypes;
+                   p->limit = max_limit;
+                   if (auto problem = paging(req, *p)) return reply(res, 400, error_body(*problem));
+                   serve(p, res);
+               });
+    server.Get(
+        "/api/entities", [this, paging](const httplib::Request& req, httplib::Response& res) {
+            auto p = std::make_shared<Pending>();
+            p->kind = Pending::Kind::entities;
+            if (auto problem = paging(req, *p)) return reply(res, 400, error_body(*problem));
+            if (req.has_param("with")) p->with = split_names(req.get_param_value("with"));
+            if (req.has_param("without")) p->without = split_names(req.get_param_value("without"));
+            if (p->with.size() + p->without.size() > 64)
+                return reply(res, 400, error_body("at most 64 components in with and without"));
+            serve(p, res);
+        });
+    server.Get(R"(/api/entity/([^/]+))",
+               [this](const httplib::Request& req, httplib::Response& res) {
+                   const std::optional<Entity> e = parse_entity(req.matches[1].str());
+                   if (!e)
+                       return reply(res, 400,
+                                    error_body("bad entity id '" + req.matches[1].str() +
+                                               "': expected index:generation, e.g. 12:1"));
+                   auto p = std::make_shared<Pending>();
+                   p->kind = Pending::Kind::entity;
+                   p->entity = *e;
+                   serve(p, res);
+               });
+    server.Put(R"(/api/entity/([^/]+)/([^/]+)/([^/]+))", [this](const httplib::Request& req,
+                                                                httplib::Response& res) {
+        const std::optional<Entity> e = parse_entity(req.matches[1].str());
+        if (!e)
+            return reply(res, 400,
+                         error_body("bad entity id '" + req.matches[1].str() +
+                                    "': expected index:generation, e.g. 12:1"));
+        json body = json::parse(req.body, nullptr, false);
+        if (body.is_discarded())
+            return reply(res, 400,
+                         error_body("the body is not JSON (send the new value, e.g. 42)"));
+        if (body.is_object() && body.size() == 1 && body.contains("value"))
+            body = json(body["value"]);
+        if (!body.is_number() && !body.is_boolean() && !body.is_string())
+            return reply(res, 400, error_body("the value must be a number, a bool or a string"));
+        auto p = std::make_shared<Pending>();
+        p->kind = Pending::Kind::edit;
+        p->entity = *e;
+        p->component = req.matches[2].str();
+        p->field = req.matches[3].str();
+        p->value = std::move(body);
+        serve(p, res);
+    });
+}
+
+void Inspector::update(World& world, Schedule* schedule) {
+    Impl& m = *impl_;
+    const auto now = std::chrono::steady_clock::now();
+    if (m.last_update) {
+        const double ms = std::chrono::duration<double, std::milli>(now - *m.last_update).count();
+        if (m.frame_ms.size() < frame_samples)
+            m.frame_ms.push_back(ms);
+        else
+            m.frame_ms[m.frame_next] = ms;
+        m.frame_next = (m.frame_next + 1) % frame_samples;
+        m.last_frame_ms = ms;
+    }
+    m.last_update = now;
+    m.frames.fetch_add(1);
+    if (schedule != nullptr && !schedule->profiling()) schedule->set_profiling(true);
+
+    std::deque<std::shared_ptr<Pending>> work;
+    {
+        std::lock_guard lock(m.mutex);
+        if (m.queue.empty()) return;
+        work.swap(m.queue);
+        for (const auto& p : work) p->taken = true;
+    }
+    for (const auto& p : work) {
+        // Answered outside the lock (a taken request's arguments no longer change), published
+        // under it.
+        int status = 200;
+        std::string body;
+        try {
+            body = dump(m.answer(*p, world, schedule));
+        } catch (const Failure& f) {
+            status = f.status;
+            body = error_body(f.message);
+        } catch (const std::exception& e) {
+            status = 500;
+            body = error_body(std::string("internal error: ") + e.what());
+        }
+        std::lock_guard lock(m.mutex);
+        p->status = status;
+        p->body = std::move(body);
+        p->done = true;
+    }
+    m.answered.notify_all();
+}
+
+json Inspector::Impl::answer(const Pending& p, World& world, Schedule* schedule) {
+    switch (p.kind) {
+        case Pending::Kind::stats: return stats(world);
+        case Pending::Kind::archetypes: return archetypes(world, p);
+        case Pending::Kind::systems: return systems(schedule);
+        case Pending::Kind::entities: return entities(world, p);
+        case Pending::Kind::entity: return entity(world, p.entity);
+        case Pending::Kind::edit: return edit(world, p);
+    }
+    return nullptr;
+}
+
+json Inspector::Impl::stats(const World& world) const {
+    std::vector<double> sorted = frame_ms;
+    std::sort(sorted.begin(), sorted.end());
+    const auto at = [&](double q) {
+        if (sorted.empty()) return 0.0;
+        const auto i = static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
+        return sorted[i];
+    };
+    std::size_t components = 0;
+    world.storage().for_each_component([&](ComponentId) { ++components; });
+    return {
+        {"frame", frames.load()},
+        {"tick", world.tick()},
+        {"entities", world.count()},
+        {"archetypes", world.archetype_count()},
+        {"components", components},
+        {"frame_ms",
+         {{"last", last_frame_ms},
+          {"median", at(0.5)},
+          {"p99", at(0.99)},
+          {"samples", sorted.size()}}},
+        {"uptime_s",
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()},
+    };
+}
+
+json Inspector::Impl::archetypes(const World& world, const Pending& p) {
+    const Storage& s = world.storage();
+    json list = json::array();
+    std::size_t total = 0;
+    each_archetype(s, [&](const Archetype& a) {
+        const std::size_t i = total++;
+        if (i < p.offset || i >= p.offset + p.limit) return;
+        std::size_t row_bytes = sizeof(Entity);
+        for (const detail::Column& c : a.columns) {
+            row_bytes += c.size;
+            if (c.changed != nullptr) row_bytes += 2 * sizeof(std::uint64_t);
+            if (c.enabled != nullptr) row_bytes += 1;
+        }
+        list.push_back({{"index", a.index},
+                        {"components", names_of(a)},
+                        {"rows", a.size},
+                        {"capacity", a.capacity},
+                        {"row_bytes", row_bytes},
+                        {"bytes", row_bytes * a.capacity}});
+    });
+    return {{"total", total},
+            {"offset", p.offset},
+            {"limit", p.limit},
+            {"archetypes", std::move(list)}};
+}
+
+json Inspector::Impl::systems(Schedule* schedule) {
+    json list = json::array();
+    if (schedule == nullptr) return {{"profiling", false}, {"systems", std::move(list)}};
+    for (const SystemStats& st : schedule->stats()) {
+        list.push_back({{"name", st.name},
+                        {"phase", phase_name(st.phase)},
+                        {"position", st.position},
+                        {"enabled", st.enabled},
+                        {"exclusive", st.exclusive},
+                        {"reads", st.reads},
+                        {"writes", st.writes},
+                        {"runs", st.runs},
+                        {"last_ns", st.last.count()},
+                        {"median_ns", st.median.count()},
+                        {"p99_ns", st.p99.count()}});
+    }
+    return {{"profiling", schedule->profiling()}, {"systems", std::move(list)}};
+}
+
+json Inspector::Impl::entities(const World& world, const Pending& p) {
+    const Storage& s = world.storage();
+    std::vector<ComponentId> with, without;
+    for (const auto* names : {&p.with, &p.without}) {
+        for (const std::string& name : *names) {
+            std::string problem;
+            const std::optional<ComponentId> id = find_by_name(s, name, &problem);
+            if (!id) fail(400, problem);
+            (names == &p.with ? with : without).push_back(*id);
+        }
+    }
+    json list = json::array();
+    json names = json::object();
+    std::size_t total = 0;
+    each_archetype(s, [&](const Archetype& a) {
+        if (a.size == 0) return;
+        for (const ComponentId id : with)
+            if (!a.contains(id)) return;
+        for (const ComponentId id : without)
+            if (a.contains(id)) return;
+        const std::size_t first = total;
+        total += a.size;
+        // The rows of this table that fall in [offset, offset + limit).
+        const std::size_t lo = std::max(first, p.offset);
+        const std::size_t hi = std::min(total, p.offset + p.limit);
+        if (lo >= hi) return;
+        names[std::to_string(a.index)] = names_of(a);
+        for (std::size_t i = lo; i < hi; ++i)
+            list.push_back({{"id", entity_text(a.entities[i - first])}, {"archetype", a.index}});
+    });
+    return {{"total", total},
+            {"offset", p.offset},
+            {"limit", p.limit},
+            {"entities", std::move(list)},
+            {"archetypes", std::move(names)}};
+}
+
+json Inspector::Impl::entity(const World& world, Entity e) {
+    check_alive(world, e);
+    const Storage& s = world.storage();
+    const detail::EntityRecord& r = *s.record(e);
+    const Archetype& a = s.archetype(r.archetype);
+    json components = json::array();
+    json relations = json::array();
+    for (const ComponentId id : a.ids) {
+        const ComponentInfo& info = component_info(id);
+        const std::byte* value = s.find(e, id);
+        if (info.relation != nullptr) {
+            // Targets<R>: the targets of e's R relation.
+            const auto* targets = reinterpret_cast<const detail::EntityList*>(value);
+            json list = json::array();
+            for (const Entity t :
+                 targets->span().first(std::min(targets->size(), max_relation_listed)))
+                list.push_back(entity_text(t));
+            relations.push_back(
+                {{"relation", std::string(component_info(info.relation().data).name)},
+                 {"targets", std::move(list)},
+                 {"count", targets->size()}});
+            continue;
+        }
+        json c = {{"name", std::string(info.name)},
+                  {"id", id.value},
+                  {"size", info.size},
+                  {"tag", info.is_tag()},
+                  {"reflected", info.schema != nullptr},
+                  {"enableable", info.enableable}};
+        if (info.enableable && !info.is_tag()) c["enabled"] = world.is_enabled(e, id);
+        json fields = json::array();
+        bool truncated = false;
+        if (info.schema != nullptr && value != nullptr) {
+            for (const FieldInfo& f : info.schema->fields)
+                add_leaves(s, f, value, "", fields, truncated);
+        }
+        c["fields"] = std::move(fields);
+        if (truncated) c["truncated"] = true;
+        components.push_back(std::move(c));
+    }
+    json incoming = json::array();
+    for (const detail::RelationKindView& k : detail::relation_kinds(s)) {
+        if (e.index >= k.sources.size() || k.sources[e.index].empty()) continue;
+        const detail::EntityList& from = k.sources[e.index];
+        json list = json::array();
+        for (const Entity src : from.span().first(std::min(from.size(), max_relation_listed)))
+            list.push_back(entity_text(src));
+        incoming.push_back({{"relation", std::string(component_info(k.type->data).name)},
+                            {"sources", std::move(list)},
+                            {"count", from.size()}});
+    }
+    return {{"id", entity_text(e)},
+            {"index", e.index},
+            {"generation", e.generation},
+            {"archetype", a.index},
+            {"permanent", s.permanent(e.index)},
+            {"components", std::move(components)},
+            {"relations", std::move(relations)},
+            {"related_by", std::move(incoming)}};
+}
+
+json Inspector::Impl::edit(World& world, const Pending& p) {
+    const Entity e = p.entity;
+    check_alive(world, e);
+    const ComponentId id = component_of(world, e, p.component);
+    const ComponentInfo& info = component_info(id);
+    if (info.schema == nullptr)
+        fail(400, "component '" + std::string(info.name) + "' has no reflected fields");
+    // A struct or a whole array is not one value: say which elements to edit.
+    if (const FieldInfo* top = info.schema->find(p.field)) {
+        if (top->type == Field::record)
+            fail(400, "field '" + p.field + "' is a struct: edit one of its fields ('" + p.field +
+                          "." + std::string(top->schema->fields.front().name) + "')");
+        if (top->count > 1)
+            fail(400,
+                 "field '" + p.field + "' is an array: edit one element ('" + p.field + "[0]')");
+    }
+    detail::FieldRef ref;
+    try {
+        ref = detail::resolve_field(id, p.field, "Inspector");
+    } catch (const Error&) {
+        fail(404, "component '" + std::string(info.name) + "' has no field '" + p.field + "'");
+    }
+    if (ref.info->type == Field::record) fail(400, "field '" + p.field + "' is a struct");
+    try {
+        const json& v = p.value;
+        if (v.is_boolean())
+            world.set_field(e, id, p.field, v.get<bool>());
+        else if (v.is_number_unsigned())
+            world.set_field(e, id, p.field, v.get<std::uint64_t>());
+        else if (v.is_number_integer())
+            world.set_field(e, id, p.field, v.get<std::int64_t>());
+        else if (v.is_number_float())
+            world.set_field(e, id, p.field, v.get<double>());
+        else
+            world.set_field(e, id, p.field, v.get_ref<const std::string&>());
+    } catch (const Error& err) {
+        fail(400, err.what());
+    }
+    const std::byte* value = world.storage().find(e, id);
+    return {{"id", entity_text(e)},
+            {"component", std::string(info.name)},
+            {"field", p.field},
+            {"value", leaf_value(world.storage(), ref.info->type, value + ref.offset)}};
+}
+
+}  // namespace tessera

@@ -1,0 +1,654 @@
+// The world inspector's JSON API, over loopback: every endpoint, every error, a field edit,
+// shutdown, and many clients at once while the world changes every frame.
+#include <tessera/inspect.hpp>
+#include <tessera/tessera.hpp>
+
+#include "common/error_of.hpp"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ts = tessera;
+using json = nlohmann::json;
+
+namespace insp {
+struct Vec2 {
+    float x = 0;
+    float y = 0;
+};
+struct Body {
+    Vec2 pos;
+    std::int32_t hp = 0;
+    bool awake = false;
+    std::string title;
+    std::array<float, 3> rgb{};
+    ts::StringId tag;
+    std::uint8_t level = 0;
+};
+struct Vel {
+    float dx = 0;
+    float dy = 0;
+};
+struct Frozen {};
+struct Opaque {
+    int secret = 0;
+};
+struct Ai {
+    std::int32_t mood = 0;
+};
+struct Follows {
+    std::uint32_t since = 0;
+};
+}  // namespace insp
+
+TESSERA_REFLECT(insp::Vec2, x, y)
+TESSERA_REFLECT(insp::Body, pos, hp, awake, title, rgb, tag, level)
+TESSERA_REFLECT(insp::Vel, dx, dy)
+TESSERA_REFLECT(insp::Ai, mood)
+TESSERA_REFLECT(insp::Follows, since)
+template <>
+struct tessera::component_traits<insp::Ai> {
+    static constexpr bool enableable = true;
+};
+
+namespace {
+
+using namespace insp;
+
+/// Runs the frame loop (`update` every millisecond, after `per_frame`) on its own thread, which
+/// is the world's thread while it runs; the test thread only talks HTTP meanwhile.
+class FrameLoop {
+public:
+    FrameLoop(ts::Inspector& inspector, ts::World& world, ts::Schedule* schedule = nullptr,
+              std::function<void()> per_frame = {})
+        : thread_([=, this, &inspector, &world] {
+              while (!stop_.load()) {
+                  if (per_frame) per_frame();
+                  if (schedule != nullptr) schedule->run(world);
+                  inspector.update(world, schedule);
+                  std::this_thread::sleep_for(std::chrono::milliseconds(1));
+              }
+          }) {}
+    ~FrameLoop() { stop(); }
+    void stop() {
+        stop_.store(true);
+        if (thread_.joinable()) thread_.join();
+    }
+
+private:
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+struct Reply {
+    int status = 0;  ///< 0: no HTTP answer
+    json body;
+};
+
+Reply to_reply(const httplib::Result& r) {
+    Reply out;
+    if (!r) return out;
+    out.status = r->status;
+    out.body = json::parse(r->body, nullptr, false);
+    return out;
+}
+
+Reply get(std::uint16_t port, const std::string& path) {
+    httplib::Client cli("127.0.0.1", port);
+    cli.set_read_timeout(10);
+    return to_reply(cli.Get(path));
+}
+
+Reply put(std::uint16_t port, const std::string& path, const std::string& body) {
+    httplib::Client cli("127.0.0.1", port);
+    cli.set_read_timeout(10);
+    return to_reply(cli.Put(path, body, "application/json"));
+}
+
+std::string id(ts::Entity e) {
+    return std::to_string(e.index) + ":" + std::to_string(e.generation);
+}
+
+/// A small world: bodies (some moving, one frozen, one with an Ai), a relation, a dead entity.
+struct Scene {
+    ts::World world;
+    ts::Entity a, b, c, dead;
+    Scene() {
+        a = world.spawn(Body{{1, 2}, 40, true, "Captain", {0.1f, 0.2f, 0.3f}, {}, 3}, Vel{1, 0});
+        world.set_field(a, ts::component_id<Body>(), "tag", "elite");
+        b = world.spawn(Body{}, Vel{0, 1}, Frozen{});
+        c = world.spawn(Body{}, Ai{7}, Opaque{5});
+        world.enable<Ai>(c, false);
+        world.relate(a, Follows{9}, b);
+        dead = world.spawn(Vel{});
+        world.despawn(dead);
+    }
+};
+
+const json* find_component(const json& entity, const std::string& name) {
+    for (const json& c : entity["components"])
+        if (c["name"] == name) return &c;
+    return nullptr;
+}
+
+json field(const json& component, const std::string& path) {
+    for (const json& f : component["fields"])
+        if (f["path"] == path) return f;
+    return nullptr;
+}
+
+TEST(Inspector, ServesOnLoopbackAndAPortOfItsOwn) {
+    ts::Inspector one(0);
+    ts::Inspector two(0);
+    EXPECT_NE(one.port(), 0);
+    EXPECT_NE(one.port(), two.port());
+    EXPECT_EQ(one.url(), "http://127.0.0.1:" + std::to_string(one.port()) + "/");
+    // The same port twice can't be bound.
+    EXPECT_EQ(ts::test::error_of([&] { ts::Inspector clash(one.port()); }),
+              ts::errc::invalid_argument);
+}
+
+TEST(Inspector, OtherAddressesNeedAnExplicitOption) {
+    ts::InspectorOptions options;
+    options.host = "0.0.0.0";
+    EXPECT_EQ(ts::test::error_of([&] { ts::Inspector remote(0, options); }),
+              ts::errc::invalid_argument);
+    options.allow_remote = true;  // prints a warning
+    ts::Inspector remote(0, options);
+    EXPECT_NE(remote.port(), 0);
+}
+
+TEST(Inspector, StatsCountsEntitiesArchetypesAndFrames) {
+    Scene s;
+    ts::Inspector inspector(0);
+    FrameLoop loop(inspector, s.world);
+    const Reply r = get(inspector.port(), "/api/stats");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body["entities"], 3);
+    EXPECT_EQ(r.body["tick"], s.world.tick());
+    EXPECT_EQ(r.body["archetypes"], s.world.archetype_count());
+    EXPECT_GE(r.body["frame"].get<int>(), 1);
+    EXPECT_GE(r.body["frame_ms"]["median"].get<double>(), 0.0);
+    EXPECT_TRUE(r.body["frame_ms"].contains("p99"));
+}
+
+TEST(Inspector, ArchetypesListComponentSetsRowsAndBytes) {
+    Scene s;
+    ts::Inspector inspector(0);
+    FrameLoop loop(inspector, s.world);
+    const Reply r = get(inspector.port(), "/api/archetypes");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body["total"], s.world.archetype_count());
+    std::size_t rows = 0;
+    bool found_frozen = false;
+    for (const json& a : r.body["archetypes"]) {
+        rows += a["rows"].get<std::size_t>();
+        EXPECT_GE(a["bytes"].get<std::size_t>(),
+                  a["rows"].get<std::size_t>() * a["row_bytes"].get<std::size_t>());
+        const auto names = a["components"].get<std::vector<std::string>>();
+        if (std::find(names.begin(), names.end(), "insp::Frozen") != names.end()) {
+            found_frozen = true;
+            EXPECT_EQ(a["rows"], 1);
+            EXPECT_GE(a["row_bytes"].get<std::size_t>(),
+                      sizeof(ts::Entity) + sizeof(Body) + sizeof(Vel));
+        }
+    }
+    EXPECT_EQ(rows, 3u);
+    EXPECT_TRUE(found_frozen);
+    // Paged like the entities.
+    const Reply page = get(inspector.port(), "/api/archetypes?offset=1&limit=2");
+    ASSERT_EQ(page.status, 200);
+    EXPECT_EQ(page.body["archetypes"].size(), 2u);
+    EXPECT_EQ(page.body["archetypes"][0], r.body["archetypes"][1]);
+}
+
+TEST(Inspector, EntitiesFilterByComponentsAndPage) {
+    Scene s;
+    for (int i = 0; i < 250; ++i) s.world.spawn(Vel{float(i), 0});
+    const std::vector<ts::Entity> order = s.world.entities();  // before the loop owns the world
+    ts::Inspector inspector(0);
+    FrameLoop loop(inspector, s.world);
+    const std::uint16_t port = inspector.port();
+
+    Reply r = get(port, "/api/entities");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body["total"], 253);
+    EXPECT_EQ(r.body["entities"].size(), 100u);  // the default limit
+    EXPECT_EQ(r.body["offset"], 0);
+
+    r = get(port, "/api/entities?with=insp::Body&without=insp::Frozen");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body["total"], 2);
+    std::vector<std::string> ids;
+    for (const json& e : r.body["entities"]) {
+        ids.push_back(e["id"]);
+        // Each entity names its archetype, whose component list is given once.
+        EXPECT_TRUE(r.body["archetypes"].contains(std::to_string(e["archetype"].get<int>())));
+    }
+    // In iteration order (a moved to a newer table when it related to b).
+    std::vector<std::string> in_order;
+    for (const ts::Entity e : order)
+        if (e == s.a || e == s.c) in_order.push_back(id(e));
+    EXPECT_EQ(ids, in_order);
+
+    // Unqualified names work when they are unique; several names are comma-separated.
+    r = get(port, "/api/entities?with=Body,Vel");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body["total"], 2);
+
+    // Pages tile the whole list, across tables, in iteration order.
+    std::vector<std::string> all;
+    for (std::size_t offset = 0; offset < 253; offset += 60) {
+        r = get(port, "/api/entities?limit=60&offset=" + std::to_string(offset));
+        ASSERT_EQ(r.status, 200) << r.body;
+        for (const json& e : r.body["entities"]) all.push_back(e["id"]);
+    }
+    std::vector<std::string> expected;
+    for (const ts::Entity e : order) expected.push_back(id(e));
+    EXPECT_EQ(all, expected);
+}
+
+TEST(Inspector, PagesPastTheEndAreEmpty) {
+    Scene s;
+    ts::Inspector inspector(0);
+    FrameLoop loop(inspector, s.world);
+    const Reply r = get(inspector.port(), "/api/entities?offset=1000000&limit=1000");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body["total"], 3);
+    EXPECT_TRUE(r.body["entities"].empty());
+}
+
+TEST(Inspector, EntityShowsFieldsRelationsAndEnableFlags) {
+    Scene s;
+    ts::Inspector inspector(0);
+    FrameLoop loop(inspector, s.world);
+    const std::uint16_t port = inspector.port();
+
+    Reply r = get(port, "/api/entity/" + id(s.a));
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body["id"], id(s.a));
+    const json* body = find_component(r.body, "insp::Body");
+    ASSERT_NE(body, nullptr) << r.body;
+    EXPECT_EQ((*body)["reflected"], true);
+    EXPECT_EQ(field(*body, "pos.x")["value"], 1.0);
+    EXPECT_EQ(field(*body, "pos.y")["type"], "f32");
+    EXPECT_EQ(field(*body, "hp")["value"], 40);
+    EXPECT_EQ(field(*body, "awake")["value"], true);
+    EXPECT_EQ(field(*body, "title")["value"], "Captain");
+    EXPECT_EQ(field(*body, "title")["type"], "string");
+    EXPECT_NEAR(field(*body, "rgb[2]")["value"].get<double>(), 0.3, 1e-6);
+    EXPECT_EQ(field(*body, "tag")["value"], "elite");  // a str field shows its text
+    EXPECT_EQ(field(*body, "level")["value"], 3);
+    // The relation: its data is a component, its targets are listed.
+    const json* follows = find_component(r.body, "insp::Follows");
+    ASSERT_NE(follows, nullptr);
+    EXPECT_EQ(field(*follows, "since")["value"], 9);
+    ASSERT_EQ(r.body["relations"].size(), 1u);
+    EXPECT_EQ(r.body["relations"][0]["relation"], "insp::Follows");
+    EXPECT_EQ(r.body["relations"][0]["targets"], json::array({id(s.b)}));
+
+    // b is the target: the reverse lookup; and its tag component.
+    r = get(port, "/api/entity/" + id(s.b));
+    ASSERT_EQ(r.status, 200) << r.body;
+    ASSERT_EQ(r.body["related_by"].size(), 1u);
+    EXPECT_EQ(r.body["related_by"][0]["sources"], json::array({id(s.a)}));
+    const json* frozen = find_component(r.body, "insp::Frozen");
+    ASSERT_NE(frozen, nullptr);
+    EXPECT_EQ((*frozen)["tag"], true);
+    EXPECT_TRUE((*frozen)["fields"].empty());
+
+    // c: an enableable component switched off, an unreflected component (listed, no fields).
+    r = get(port, "/api/entity/" + id(s.c));
+    ASSERT_EQ(r.status, 200) << r.body;
+    const json* ai = find_component(r.body, "insp::Ai");
+    ASSERT_NE(ai, nullptr);
+    EXPECT_EQ((*ai)["enableable"], true);
+    EXPECT_EQ((*ai)["enabled"], false);
+    EXPECT_EQ(field(*ai, "mood")["value"], 7);
+    const json* opaque = find_component(r.body, "insp::Opaque");
+    ASSERT_NE(opaque, nullptr);
+    EXPECT_EQ((*opaque)["reflected"], false);
+    EXPECT_TRUE((*opaque)["fields"].empty());
+}
+
+TEST(Inspector, RuntimeComponentsShowTheirFields) {
+    ts::World world;
+    const ts::ComponentId health =
+        world.component("InspHealth", {{"hp", ts::Field::i32}, {"name", ts::Field::str}});
+    const ts::Entity e = world.spawn();
+    world.add(e, health);
+    world.set_field(e, health, "hp", 12);
+    world.set_field(e, health, "name", "Ayla");
+    ts::Inspector inspector(0);
+    {
+        FrameLoop loop(inspector, world);
+        const Reply r = get(inspector.port(), "/api/entity/" + id(e));
+        ASSERT_EQ(r.status, 200) << r.body;
+        const json* h = find_component(r.body, "InspHealth");
+        ASSERT_NE(h, nullptr);
+        EXPECT_EQ(field(*h, "hp")["value"], 12);
+        EXPECT_EQ(field(*h, "name")["value"], "Ayla");
+        const Reply w =
+            put(inspector.port(), "/api/entity/" + id(e) + "/InspHealth/name", "\"Bo\"");
+        ASSERT_EQ(w.status, 200) << w.body;
+        EXPECT_EQ(w.body["value"], "Bo");
+    }
+    EXPECT_EQ(world.get_field<std::string>(e, health, "name"), "Bo");
+}
+
+TEST(Inspector, SystemsReportPhasesOrderAccessAndTimes) {
+    ts::World world;
+    world.spawn(Body{}, Vel{1, 1});
+    ts::Schedule schedule;
+    schedule.add("move", [](ts::View<Body&, const Vel&> v) {
+        v.each([](Body& b, const Vel& d) { b.pos.x += d.dx; });
+    });
+    schedule.add("early", [](ts::View<const Body&>) {}).phase(ts::Phase::pre_update);
+    schedule.add("raw", [](ts::World&) {}).phase(ts::Phase::post_update);
+    ts::Inspector inspector(0);
+    FrameLoop loop(inspector, world, &schedule);
+    // Wait until a few frames were timed.
+    Reply r;
+    for (int i = 0; i < 200; ++i) {
+        r = get(inspector.port(), "/api/systems");
+        ASSERT_EQ(r.status, 200) << r.body;
+        if (r.body["systems"].size() == 3 && r.body["systems"][1]["runs"].get<int>() >= 3) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_EQ(r.body["profiling"], true);  // update turned it on
+    const json& sys = r.body["systems"];
+    ASSERT_EQ(sys.size(), 3u);
+    EXPECT_EQ(sys[0]["name"], "early");
+    EXPECT_EQ(sys[0]["phase"], "pre_update");
+    EXPECT_EQ(sys[1]["name"], "move");
+    EXPECT_EQ(sys[1]["phase"], "update");
+    EXPECT_EQ(sys[1]["position"], 0);
+    EXPECT_EQ(sys[1]["writes"], json::array({"insp::Body"}));
+    EXPECT_EQ(sys[1]["reads"], json::array({"insp::Vel"}));
+    EXPECT_EQ(sys[1]["exclusive"], false);
+    EXPECT_GE(sys[1]["runs"].get<int>(), 3);
+    EXPECT_GT(sys[1]["median_ns"].get<std::int64_t>(), 0);
+    EXPECT_GE(sys[1]["p99_ns"].get<std::int64_t>(), sys[1]["median_ns"].get<std::int64_t>());
+    EXPECT_TRUE(sys[1].contains("last_ns"));
+    EXPECT_EQ(sys[2]["name"], "raw");
+    EXPECT_EQ(sys[2]["exclusive"], true);
+}
+
+TEST(Inspector, SystemsWithoutAScheduleIsEmpty) {
+    ts::World world;
+    ts::Inspector inspector(0);
+    FrameLoop loop(inspector, world);
+    const Reply r = get(inspector.port(), "/api/systems");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_TRUE(r.body["systems"].empty());
+}
+
+TEST(Inspector, PutChangesAReflectedFieldAtTheNextUpdate) {
+    Scene s;
+    ts::Inspector inspector(0);
+    const std::uint16_t port = inspector.port();
+    {
+        FrameLoop loop(inspector, s.world);
+        Reply r = put(port, "/api/entity/" + id(s.a) + "/insp::Body/hp", "55");
+        ASSERT_EQ(r.status, 200) << r.body;
+        EXPECT_EQ(r.body["value"], 55);
+        EXPECT_EQ(r.body["component"], "insp::Body");
+        // Nested fields, array elements, bools, strings, floats, {"value": v}, short names.
+        EXPECT_EQ(put(port, "/api/entity/" + id(s.a) + "/insp::Body/pos.y", "2.5").status, 200);
+        EXPECT_EQ(put(port, "/api/entity/" + id(s.a) + "/Body/rgb[1]", "{\"value\": 1}").status,
+                  200);
+        EXPECT_EQ(put(port, "/api/entity/" + id(s.a) + "/Body/awake", "false").status, 200);
+        EXPECT_EQ(put(port, "/api/entity/" + id(s.a) + "/Body/title", "\"Major\"").status, 200);
+        EXPECT_EQ(put(port, "/api/entity/" + id(s.a) + "/Body/tag", "\"veteran\"").status, 200);
+        EXPECT_EQ(put(port, "/api/entity/" + id(s.a) + "/Follows/since", "11").status, 200);
+        // A disabled component's fields are still editable.
+        EXPECT_EQ(put(port, "/api/entity/" + id(s.c) + "/Ai/mood", "-3").status, 200);
+        // The API reads the new values back.
+        r = get(port, "/api/entity/" + id(s.a));
+        EXPECT_EQ(field(*find_component(r.body, "insp::Body"), "title")["value"], "Major");
+    }
+    const Body& b = s.world.get<Body>(s.a);
+    EXPECT_EQ(b.hp, 55);
+    EXPECT_EQ(b.pos.y, 2.5f);
+    EXPECT_EQ(b.rgb[1], 1.0f);
+    EXPECT_FALSE(b.awake);
+    EXPECT_EQ(b.title, "Major");
+    EXPECT_EQ(s.world.strings().get(b.tag.value), "veteran");
+    EXPECT_EQ(s.world.relation<Follows>(s.a)->since, 11u);
+    EXPECT_EQ(s.world.get<Ai>(s.c).mood, -3);
+}
+
+TEST(Inspector, BadEditsGet4xxAndChangeNothing) {
+    Scene s;
+    const std::uint64_t before = ts::state_hash(s.world);
+    ts::InspectorOptions options;
+    options.max_body = 64;
+    ts::Inspector inspector(0, options);
+    const std::uint16_t port = inspector.port();
+    const std::string a = "/api/entity/" + id(s.a);
+    struct Case {
+        std::string path, body;
+        int status;
+    };
+    const std::vector<Case> cases = {
+        {"/api/entity/999:1/insp::Body/hp", "1", 404},              // never spawned
+        {"/api/entity/" + id(s.dead) + "/insp::Vel/dx", "1", 404},  // dead
+        {"/api/entity/" + std::to_string(s.a.index) + ":9/insp::Body/hp", "1", 404},  // stale
+        {"/api/entity/abc/insp::Body/hp", "1", 400},                    // malformed id
+        {"/api/entity/1:/insp::Body/hp", "1", 400},                     // malformed id
+        {a + "/insp::Nope/hp", "1", 404},                               // unknown component
+        {a + "/insp::Ai/mood", "1", 404},                               // a has no Ai
+        {a + "/insp::Body/nope", "1", 404},                             // unknown field
+        {a + "/insp::Body/pos.z", "1", 404},                            // unknown nested field
+        {a + "/insp::Body/rgb[3]", "1", 404},                           // past the array
+        {a + "/insp::Body/hp", "1.5", 400},                             // float into i32
+        {a + "/insp::Body/hp", "\"x\"", 400},                           // string into i32
+        {a + "/insp::Body/hp", "true", 400},                            // bool into i32
+        {a + "/insp::Body/hp", "4294967296", 400},                      // out of range
+        {a + "/insp::Body/level", "-1", 400},                           // out of range (u8)
+        {a + "/insp::Body/awake", "1", 400},                            // number into bool
+        {a + "/insp::Body/title", "7", 400},                            // number into string
+        {a + "/insp::Body/pos", "1", 400},                              // a struct
+        {a + "/insp::Body/rgb", "1", 400},                              // an array
+        {a + "/insp::Body/hp", "", 400},                                // no body
+        {a + "/insp::Body/hp", "{not json", 400},                       // not JSON
+        {a + "/insp::Body/hp", "null", 400},                            // not a value
+        {a + "/insp::Body/hp", "[1]", 400},                             // not a value
+        {a + "/insp::Body/hp", "{\"v\": 1}", 400},                      // not a value
+        {a + "/insp::Body/hp", std::string(100, ' ') + "1", 413},       // too large
+        {"/api/entity/" + id(s.c) + "/insp::Opaque/secret", "1", 400},  // unreflected
+        {a + "/insp::Body", "1", 404},                                  // no field in the path
+    };
+    {
+        FrameLoop loop(inspector, s.world);
+        for (const Case& c : cases) {
+            const Reply r = put(port, c.path, c.body);
+            EXPECT_EQ(r.status, c.status) << c.path << " <- " << c.body << ": " << r.body;
+            ASSERT_TRUE(r.body.is_object()) << c.path;
+            EXPECT_TRUE(r.body["error"].is_string()) << c.path << ": " << r.body;
+        }
+    }
+    EXPECT_EQ(ts::state_hash(s.world), before);
+    EXPECT_EQ(s.world.get<Body>(s.a).hp, 40);
+}
+
+TEST(Inspector, BadReadsGet4xx) {
+    Scene s;
+    ts::Inspector inspector(0);
+    FrameLoop loop(inspector, s.world);
+    const std::uint16_t port = inspector.port();
+    const std::vector<std::pair<std::string, int>> cases = {
+        {"/api/entity/999:1", 404},
+        {"/api/entity/" + id(s.dead), 404},
+        {"/api/entity/" + std::to_string(s.a.index) + ":7", 404},
+        {"/api/entity/x", 400},
+        {"/api/entity/1:2:3", 400},
+        {"/api/entity/-1:1", 400},
+        {"/api/entity/99999999999:1", 400},
+        {"/api/entities?limit=0", 400},
+        {"/api/entities?limit=1001", 400},
+        {"/api/entities?limit=-5", 400},
+        {"/api/entities?limit=ten", 400},
+        {"/api/entities?offset=-1", 400},
+        {"/api/entities?offset=1e3", 400},
+        {"/api/entities?offset=", 400},
+        {"/api/entities?with=insp::Nope", 400},
+        {"/api/entities?without=Nope", 400},
+        {"/api/archetypes?limit=5000", 400},
+        {"/api/nothing", 404},
+        {"/nothing", 404},
+    };
+    for (const auto& [path, status] : cases) {
+        const Reply r = get(port, path);
+        EXPECT_EQ(r.status, status) << path << ": " << r.body;
+        ASSERT_TRUE(r.body.is_object()) << path;
+        EXPECT_TRUE(r.body["error"].is_string()) << path << ": " << r.body;
+    }
+    // Methods the API doesn't have.
+    httplib::Client cli("127.0.0.1", port);
+    const auto r = cli.Delete("/api/entity/" + id(s.a));
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 404);
+    EXPECT_EQ(put(port, "/api/stats", "1").status, 404);
+}
+
+TEST(Inspector, WithoutUpdatesRequestsTimeOutAndEditsAreDropped) {
+    Scene s;
+    ts::InspectorOptions options;
+    options.reply_timeout = std::chrono::milliseconds(100);
+    ts::Inspector inspector(0, options);
+    Reply r = get(inspector.port(), "/api/stats");
+    EXPECT_EQ(r.status, 503);
+    EXPECT_TRUE(r.body["error"].is_string());
+    r = put(inspector.port(), "/api/entity/" + id(s.a) + "/insp::Body/hp", "1");
+    EXPECT_EQ(r.status, 503);
+    // The timed-out edit is not applied by a later update.
+    inspector.update(s.world);
+    EXPECT_EQ(s.world.get<Body>(s.a).hp, 40);
+    // Malformed requests are answered without an update.
+    EXPECT_EQ(get(inspector.port(), "/api/entity/nope").status, 400);
+}
+
+TEST(Inspector, ForeignHostHeadersAreRefused) {
+    ts::World world;
+    ts::Inspector inspector(0);
+    FrameLoop loop(inspector, world);
+    httplib::Client cli("127.0.0.1", inspector.port());
+    const auto bad =
+        cli.Get("/api/stats", {{"Host", "evil.example:" + std::to_string(inspector.port())}});
+    ASSERT_TRUE(bad);
+    EXPECT_EQ(bad->status, 403);
+    const auto good =
+        cli.Get("/api/stats", {{"Host", "localhost:" + std::to_string(inspector.port())}});
+    ASSERT_TRUE(good);
+    EXPECT_EQ(good->status, 200);
+}
+
+TEST(Inspector, ServesItsPageWithoutExternalResources) {
+    ts::Inspector inspector(0);
+    httplib::Client cli("127.0.0.1", inspector.port());
+    const auto r = cli.Get("/");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_NE(r->get_header_value("Content-Type").find("text/html"), std::string::npos);
+    EXPECT_NE(r->body.find("<html"), std::string::npos);
+    EXPECT_EQ(r->body.find("http://"), std::string::npos);
+    EXPECT_EQ(r->body.find("https://"), std::string::npos);
+    EXPECT_EQ(r->body.find("src=\"//"), std::string::npos);
+}
+
+TEST(Inspector, ShutdownAnswersWaitingRequests) {
+    ts::InspectorOptions options;
+    options.reply_timeout = std::chrono::seconds(30);
+    auto inspector = std::make_unique<ts::Inspector>(0, options);
+    const std::uint16_t port = inspector->port();
+    Reply r;
+    std::thread client([&] { r = get(port, "/api/stats"); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const auto t0 = std::chrono::steady_clock::now();
+    inspector.reset();
+    client.join();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
+    EXPECT_TRUE(r.status == 503 || r.status == 0) << r.status;
+}
+
+TEST(Inspector, ManyClientsWhileTheWorldChangesEveryFrame) {
+    ts::World world;
+    std::vector<ts::Entity> live;
+    for (int i = 0; i < 200; ++i) live.push_back(world.spawn(Body{}, Vel{float(i), 0}));
+    ts::Schedule schedule;
+    schedule.add("move", [](ts::View<Body&, const Vel&> v) {
+        v.each([](Body& b, const Vel& d) { b.pos.x += d.dx; });
+    });
+    std::uint32_t frame = 0;
+    // Every frame: despawn one, spawn two of varying shape, so tables and ids churn.
+    auto churn = [&] {
+        ++frame;
+        if (!live.empty()) {
+            world.despawn(live[frame * 7919u % live.size()]);
+            live.erase(live.begin() + static_cast<std::ptrdiff_t>(frame * 7919u % live.size()));
+        }
+        live.push_back(world.spawn(Body{}, Vel{1, 1}));
+        live.push_back(frame % 3 == 0 ? world.spawn(Body{}, Frozen{}) : world.spawn(Body{}));
+    };
+    ts::Inspector inspector(0);
+    const std::uint16_t port = inspector.port();
+    std::atomic<int> ok{0}, gone{0}, bad{0};
+    {
+        FrameLoop loop(inspector, world, &schedule, churn);
+        std::vector<std::thread> clients;
+        for (int t = 0; t < 6; ++t) {
+            clients.emplace_back([&, t] {
+                httplib::Client cli("127.0.0.1", port);
+                cli.set_read_timeout(10);
+                for (int i = 0; i < 40; ++i) {
+                    const httplib::Result r = [&] {
+                        const std::string e = std::to_string(i * 5) + ":1";
+                        switch ((t + i) % 6) {
+                            case 0: return cli.Get("/api/stats");
+                            case 1: return cli.Get("/api/archetypes");
+                            case 2: return cli.Get("/api/systems");
+                            case 3:
+                                return cli.Get("/api/entities?with=Body&limit=50&offset=" +
+                                               std::to_string(i * 3));
+                            case 4: return cli.Get("/api/entity/" + e);
+                            default:
+                                return cli.Put("/api/entity/" + e + "/insp::Body/hp",
+                                               std::to_string(i), "application/json");
+                        }
+                    }();
+                    if (!r) {
+                        ++bad;
+                        continue;
+                    }
+                    const json body = json::parse(r->body, nullptr, false);
+                    if (body.is_discarded() || !body.is_object())
+                        ++bad;
+                    else if (r->status == 200)
+                        ++ok;
+                    else if (r->status == 404 && body["error"].is_string())
+                        ++gone;  // that entity had died
+                    else
+                        ++bad;
+                }
+            });
+        }
+        for (std::thread& c : clients) c.join();
+    }
+    EXPECT_EQ(bad.load(), 0);
+    EXPECT_EQ(ok.load() + gone.load(), 240);
+    EXPECT_GT(ok.load(), 150);
+    EXPECT_GT(inspector.frames(), 10u);
+}
+
+}  // namespace
