@@ -24,7 +24,8 @@
 // plan; the rebuild marks dirty the steps that are new or have a new base (their parent matrix
 // changed without any change tick moving), and the call goes on as usual. A call: (0) adds the
 // missing WorldTransforms; (1) checks or rebuilds the plan; (2) computes every step (a full pass: a
-// straight loop over the plan), or marks the steps of the rows whose LocalTransform or
+// straight loop over a copy of the steps ordered by depth, then table and row, so that it reads
+// the columns nearly in address order, where the depth-first order jumps between rows), or marks the steps of the rows whose LocalTransform or
 // WorldTransform changed tick moved in a bitmap over the steps and computes the ranges of their
 // subtrees; (3) records the tick and advances it. Every walk uses an explicit stack kept in the
 // state.
@@ -55,6 +56,8 @@ namespace tessera {
 namespace detail {
 
 inline constexpr std::uint32_t none = 0xFFFFFFFFu;
+/// Steps between a step and the one `compute` prefetches for.
+inline constexpr std::uint32_t prefetch_distance = 8;
 
 /// One entity with a LocalTransform in the plan: `*world = *parent * *local`.
 struct PlanStep {
@@ -98,6 +101,10 @@ struct TransformState {
           steps(s.resource()),
           step_end(s.resource()),
           step_entity(s.resource()),
+          step_depth(s.resource()),
+          level(s.resource()),
+          level_step(s.resource()),
+          depth_start(s.resource()),
           tables(s.resource()),
           row_step(s.resource()),
           nodes(s.resource()),
@@ -119,6 +126,7 @@ struct TransformState {
         std::uint32_t step;     ///< its step, or none
         Entity base_entity;     ///< the entity of the step its children multiply (or null)
         const glm::mat4* base;  ///< that step's world matrix (null: the identity)
+        std::uint32_t depth;    ///< steps on the path from its root, its own included
     };
 
     bool primed = false;  ///< a call has completed
@@ -133,6 +141,13 @@ struct TransformState {
     std::pmr::vector<PlanStep> steps;
     std::pmr::vector<std::uint32_t> step_end;
     std::pmr::vector<Entity> step_entity;
+    std::pmr::vector<std::uint32_t> step_depth;  ///< ancestors with a step (while building)
+    /// The steps again, ordered for a full pass: by depth (parents before children), then in
+    /// table and row order, so a full pass reads the columns nearly in address order (the
+    /// depth-first order jumps between rows); `level_step[k]` is `level[k]`'s step.
+    std::pmr::vector<PlanStep> level;
+    std::pmr::vector<std::uint32_t> level_step;
+    std::pmr::vector<std::uint32_t> depth_start;
     std::pmr::vector<PlanTable> tables;
     std::uint32_t rows = 0;  ///< rows of `tables`
     std::pmr::vector<std::uint32_t> row_step;
@@ -238,9 +253,8 @@ public:
             build_plan();  // marks the steps whose parent changed
         }
         mark_forced();
-        const auto n = static_cast<std::uint32_t>(st_.steps.size());
         if (resumed || !st_.primed || st_.mode == PropagationMode::full || !collect_dirty())
-            written_ = compute(0, n);
+            written_ = compute_all();
         else
             run_incremental();
         clear_hierarchy_changes(s_);
@@ -315,6 +329,9 @@ private:
         st_.steps.resize(n);
         st_.step_end.resize(n);
         st_.step_entity.resize(n);
+        st_.step_depth.resize(n);
+        st_.level.resize(n);
+        st_.level_step.resize(n);
         st_.row_step.resize(n);
         st_.dirty.assign((std::size_t{n} + 63) / 64, 0);
         st_.forced.resize(st_.dirty.size());
@@ -324,6 +341,7 @@ private:
         st_.spare.resize(spares);  // before any step points into it
         link_nodes();
         emit_steps();
+        order_levels();
         st_.layout = s_.layout_epoch();
         st_.planned = true;
     }
@@ -405,6 +423,7 @@ private:
         PlanStep* const steps = st_.steps.data();
         std::uint32_t* const step_end = st_.step_end.data();
         Entity* const step_entity = st_.step_entity.data();
+        std::uint32_t* const step_depth = st_.step_depth.data();
         std::uint32_t* const row_step = st_.row_step.data();
         std::uint64_t* const dirty = st_.dirty.data();
         glm::mat4* spare = st_.spare.data();
@@ -413,9 +432,10 @@ private:
         std::size_t moved = 0;
         // Emits node `x`'s step, if it has one (`base` is the entity of its nearest ancestor
         // with a step, `parent` that one's world matrix), and pushes its frame.
-        auto visit = [&](std::uint32_t x, Entity base, const glm::mat4* parent) {
+        auto visit = [&](std::uint32_t x, Entity base, const glm::mat4* parent,
+                         std::uint32_t depth) {
             PlanNode& node = nodes[x];
-            TransformState::Frame f{x, node.first_child, none, base, parent};
+            TransformState::Frame f{x, node.first_child, none, base, parent, depth};
             if (node.table != none) {
                 const PlanTable& t = tables[node.table];
                 const std::uint32_t row = node.row;
@@ -432,6 +452,8 @@ private:
                 node.stepped = e;
                 node.base = base;
                 step_entity[n] = e;
+                step_depth[n] = depth;
+                ++f.depth;
                 row_step[t.first + row] = n;
                 f.step = n++;
                 f.base_entity = e;
@@ -440,7 +462,7 @@ private:
             stack.push_back(f);
         };
         for (std::size_t r = st_.roots.size(); r-- > 0;) {
-            visit(st_.roots[r], Entity::null(), nullptr);
+            visit(st_.roots[r], Entity::null(), nullptr, 0);
             while (!stack.empty()) {
                 TransformState::Frame& f = stack.back();
                 const std::uint32_t c = f.next_child;
@@ -450,11 +472,30 @@ private:
                     continue;
                 }
                 f.next_child = nodes[c].next;
-                visit(c, f.base_entity, f.base);  // may reallocate `stack`
+                visit(c, f.base_entity, f.base, f.depth);  // may reallocate `stack`
             }
         }
         assert(n == st_.steps.size() && spare == st_.spare.data() + st_.spare.size());
         moved_ = moved;
+    }
+
+    /// Fills `level`: the rows in table order, sorted stably by depth (a counting sort).
+    void order_levels() {
+        std::pmr::vector<std::uint32_t>& start = st_.depth_start;
+        start.clear();
+        for (const std::uint32_t d : st_.step_depth) {
+            if (d >= start.size()) start.resize(std::size_t{d} + 1, 0);
+            ++start[d];
+        }
+        std::uint32_t sum = 0;
+        for (std::uint32_t& c : start) sum += std::exchange(c, sum);
+        const auto rows = static_cast<std::uint32_t>(st_.row_step.size());
+        for (std::uint32_t r = 0; r < rows; ++r) {
+            const std::uint32_t i = st_.row_step[r];
+            const std::uint32_t k = start[st_.step_depth[i]]++;
+            st_.level[k] = st_.steps[i];
+            st_.level_step[k] = i;
+        }
     }
 
     // ---- phase 2: computing ----
@@ -472,25 +513,42 @@ private:
         }
     }
 
-    /// Computes steps [first, last) (each one's parent is computed or current); returns the
-    /// number of WorldTransforms written.
-    std::size_t compute(std::uint32_t first, std::uint32_t last) {
-        const PlanStep* const steps = st_.steps.data();
+    /// Computes every step, in level order.
+    std::size_t compute_all() {
+        return compute(st_.level.data(), st_.level_step.data(), 0,
+                       static_cast<std::uint32_t>(st_.level.size()));
+    }
+
+    /// Computes `steps[first, last)` (each one's parent is computed or current), where
+    /// `steps[k]` is step `index[k]` (null: step k); returns the number of WorldTransforms
+    /// written.
+    std::size_t compute(const PlanStep* const steps, const std::uint32_t* const index,
+                        std::uint32_t first, std::uint32_t last) {
         const std::uint64_t* const forced = any_forced_ ? st_.forced.data() : nullptr;
         const bool observed = observed_;
         const std::uint64_t tick = tick_;
         std::size_t written = 0;
         for (std::uint32_t i = first; i < last; ++i) {
             const PlanStep& s = steps[i];
+            if (i + prefetch_distance < last) {
+                // In depth-first order the rows are scattered: fetch ahead.
+                const PlanStep& ahead = steps[i + prefetch_distance];
+                __builtin_prefetch(ahead.local);
+                __builtin_prefetch(ahead.world, 1);
+                __builtin_prefetch(ahead.changed, 1);
+            }
             const glm::mat4 m = s.parent == nullptr ? *s.local : *s.parent * *s.local;
-            if (same_bits(*s.world, m) && (forced == nullptr || !test_bit(forced, i))) continue;
+            if (same_bits(*s.world, m) &&
+                (forced == nullptr || !test_bit(forced, index != nullptr ? index[i] : i)))
+                continue;
             if (s.changed == nullptr) [[unlikely]] {
                 *s.world = m;  // a spare: its WorldTransform is yet to be added
                 continue;
             }
             ++written;
             if (observed) [[unlikely]] {
-                world_.set(st_.step_entity[i], WorldTransform{m});  // fires on_set
+                // Fires on_set.
+                world_.set(st_.step_entity[index != nullptr ? index[i] : i], WorldTransform{m});
                 continue;
             }
             *s.world = m;
@@ -555,7 +613,7 @@ private:
                 const auto i = static_cast<std::uint32_t>(w * 64 + std::countr_zero(b));
                 if (i < covered) continue;
                 covered = step_end[i];
-                written_ += compute(i, covered);
+                written_ += compute(st_.steps.data(), nullptr, i, covered);
             }
         }
     }
