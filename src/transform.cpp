@@ -23,12 +23,13 @@
 // Anything else (spawn, despawn, re-parenting, an archetype move, a table growing) rebuilds the
 // plan; the rebuild marks dirty the steps that are new or have a new base (their parent matrix
 // changed without any change tick moving), and the call goes on as usual. A call: (0) adds the
-// missing WorldTransforms; (1) checks or rebuilds the plan; (2) computes every step (a full pass: a
-// straight loop over a copy of the steps ordered by depth, then table and row, so that it reads
-// the columns nearly in address order, where the depth-first order jumps between rows), or marks the steps of the rows whose LocalTransform or
-// WorldTransform changed tick moved in a bitmap over the steps and computes the ranges of their
-// subtrees; (3) records the tick and advances it. Every walk uses an explicit stack kept in the
-// state.
+// missing WorldTransforms; (1) checks or rebuilds the plan; (2) computes every step (a full
+// pass: a straight loop over a copy of the steps ordered by depth, then table and row, so that it
+// reads the columns nearly in address order, where the depth-first order jumps between rows), or
+// marks the steps of the rows whose LocalTransform or WorldTransform changed tick moved in a
+// bitmap over the steps and computes the ranges of their subtrees (in depth-first order, where
+// each is contiguous); (3) records the tick and advances it. Every walk uses an explicit stack
+// kept in the state.
 #include <tessera/transform.hpp>
 
 #include <tessera/detail/storage.hpp>
