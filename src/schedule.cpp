@@ -22,17 +22,6 @@ constexpr std::size_t phase_count = 4;  // start, pre_update, update, post_updat
 constexpr std::chrono::nanoseconds default_threshold{50'000};
 constexpr std::size_t history_size = 128;  // runs kept per system for Schedule::stats
 
-const char* phase_name(Phase p) noexcept {
-    switch (p) {
-        case Phase::start: return "start";
-        case Phase::pre_update: return "pre_update";
-        case Phase::update: return "update";
-        case Phase::post_update: return "post_update";
-        case Phase::manual: return "manual";
-    }
-    return "?";
-}
-
 struct SystemEntry {
     std::string name;
     std::unique_ptr<detail::SystemBase> system;
@@ -125,6 +114,17 @@ std::string conflict(const detail::Access& a, const detail::Access& b) {
 }
 
 }  // namespace
+
+const char* phase_name(Phase p) noexcept {
+    switch (p) {
+        case Phase::start: return "start";
+        case Phase::pre_update: return "pre_update";
+        case Phase::update: return "update";
+        case Phase::post_update: return "post_update";
+        case Phase::manual: return "manual";
+    }
+    return "?";
+}
 
 struct Schedule::Impl {
     std::vector<std::unique_ptr<SystemEntry>> systems;  // registration order

@@ -1142,8 +1142,10 @@ TEST(ScheduleStats, ListsSystemsInRunOrderWithAccessAndTimesWhileProfiling) {
     EXPECT_GE(slow.median, std::chrono::milliseconds(2));
     EXPECT_GE(slow.p99, slow.median);
     EXPECT_GE(slow.last, std::chrono::milliseconds(2));
-    EXPECT_EQ(slow.writes, (Lines{std::string(ts::component_info(ts::component_id<Position>()).name)}));
-    EXPECT_EQ(slow.reads, (Lines{std::string(ts::component_info(ts::component_id<Velocity>()).name)}));
+    EXPECT_EQ(slow.writes,
+              (Lines{std::string(ts::component_info(ts::component_id<Position>()).name)}));
+    EXPECT_EQ(slow.reads,
+              (Lines{std::string(ts::component_info(ts::component_id<Velocity>()).name)}));
     EXPECT_FALSE(slow.exclusive);
     EXPECT_EQ(stats[0].writes.size(), 1u);
     EXPECT_NE(stats[0].writes[0].find("resource"), std::string::npos);
@@ -1187,15 +1189,27 @@ TEST(ScheduleParallel, ExclusiveSystemsRunOnTheCallingThreadBetweenTheOthers) {
     std::atomic<bool> order_ok{true};
     std::vector<std::thread::id> exclusive_threads;
     auto busy = [] { std::this_thread::sleep_for(std::chrono::microseconds(200)); };
-    s.add("a", [&](ts::View<Position&>) { busy(); ++before_done; });
-    s.add("b", [&](ts::View<Velocity&>) { busy(); ++before_done; });
+    s.add("a", [&](ts::View<Position&>) {
+        busy();
+        ++before_done;
+    });
+    s.add("b", [&](ts::View<Velocity&>) {
+        busy();
+        ++before_done;
+    });
     s.add("x", [&](ts::World& w) {
         if (before_done.load() != 2 || after_started.load() != 0) order_ok = false;
         exclusive_threads.push_back(std::this_thread::get_id());
         w.spawn(Health{1});  // immediate: it owns the world
     });
-    s.add("c", [&](ts::View<Position&>) { ++after_started; busy(); });
-    s.add("d", [&](ts::View<Health&>) { ++after_started; busy(); });
+    s.add("c", [&](ts::View<Position&>) {
+        ++after_started;
+        busy();
+    });
+    s.add("d", [&](ts::View<Health&>) {
+        ++after_started;
+        busy();
+    });
     s.add("y", [&](ts::World&) { exclusive_threads.push_back(std::this_thread::get_id()); });
     tbb::task_arena arena(2);
     for (int frame = 0; frame < 30; ++frame) {
@@ -1209,4 +1223,12 @@ TEST(ScheduleParallel, ExclusiveSystemsRunOnTheCallingThreadBetweenTheOthers) {
     std::size_t healths = 0;
     world.each([&](const Health&) { ++healths; });
     EXPECT_EQ(healths, 1030u);
+}
+
+TEST(SchedulePhase, NamesAreTheEnumeratorsAsWritten) {
+    EXPECT_STREQ(ts::phase_name(ts::Phase::start), "start");
+    EXPECT_STREQ(ts::phase_name(ts::Phase::pre_update), "pre_update");
+    EXPECT_STREQ(ts::phase_name(ts::Phase::update), "update");
+    EXPECT_STREQ(ts::phase_name(ts::Phase::post_update), "post_update");
+    EXPECT_STREQ(ts::phase_name(ts::Phase::manual), "manual");
 }

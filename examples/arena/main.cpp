@@ -165,17 +165,6 @@ double percentile(std::vector<double> v, double p) {
     return v[std::clamp<std::size_t>(rank, 1, v.size()) - 1];
 }
 
-const char* phase_name(ts::Phase p) {
-    switch (p) {
-        case ts::Phase::start: return "start";
-        case ts::Phase::pre_update: return "pre_update";
-        case ts::Phase::update: return "update";
-        case ts::Phase::post_update: return "post_update";
-        case ts::Phase::manual: return "manual";
-    }
-    return "?";
-}
-
 /// An 80x24 map: a header line, 22 rows of the arena, a legend line.
 void render(arena::Battle& battle, std::uint32_t frame, bool in_place) {
     constexpr int kW = 80;
@@ -397,7 +386,7 @@ void table(const arena::Config& config, int workers, const RunResult& r) {
         mean /= static_cast<double>(std::max<std::size_t>(1, v.size()));
         sum_mean += mean;
         std::cout << "  " << std::left << std::setw(14) << r.system_names[i] << std::setw(13)
-                  << phase_name(r.system_phases[i]) << std::right << std::setw(12)
+                  << ts::phase_name(r.system_phases[i]) << std::right << std::setw(12)
                   << percentile(v, 0.5) << std::setw(10) << percentile(v, 0.99) << std::setw(10)
                   << mean << "\n";
     }

@@ -58,6 +58,10 @@ enum class Phase : std::uint8_t {
     manual,       ///< only through `Schedule::run_system`
 };
 
+/// The phase's name as written in code: "start", "pre_update", "update", "post_update" or
+/// "manual" (error messages and tools use it).
+[[nodiscard]] const char* phase_name(Phase p) noexcept;
+
 class Schedule;
 
 /// What `Schedule::stats` reports about one system.

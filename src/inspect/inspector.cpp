@@ -131,17 +131,6 @@ std::vector<std::string> split_names(const std::string& list) {
     return out;
 }
 
-const char* phase_name(Phase p) {
-    switch (p) {
-        case Phase::start: return "start";
-        case Phase::pre_update: return "pre_update";
-        case Phase::update: return "update";
-        case Phase::post_update: return "post_update";
-        case Phase::manual: return "manual";
-    }
-    return "?";
-}
-
 bool is_loopback(const std::string& host) {
     return host == "127.0.0.1" || host == "localhost" || host == "::1" ||
            host.rfind("127.", 0) == 0;
