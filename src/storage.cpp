@@ -322,6 +322,14 @@ Storage::Bundle Storage::new_bundle(std::uint32_t bundle_id, std::span<const Com
 void Storage::track(ComponentId id) {
     ensure_component(id);
     if (components_[id.value].tracked) return;
+    if (parallel_) [[unlikely]] {
+        // Tracking allocates tick arrays in every table: not from several workers at once.
+        throw Error(errc::invalid_argument,
+                    std::string("change ticks of ") + std::string(component_info(id).name) +
+                        " read or written from inside par_each before change tracking was on "
+                        "for it: the first such call turns it on, which changes every table; "
+                        "make it once before the loop (e.g. world.changed_tick on any entity)");
+    }
     // Allocate every tick array first, so a failure leaves tracking off and nothing leaked.
     std::pmr::vector<std::uint64_t*> arrays(mr_);
     std::size_t needed = 0;

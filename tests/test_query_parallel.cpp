@@ -127,6 +127,40 @@ TEST(QueryParallel, StructuralChangesFromWorkersAreRefused) {
     EXPECT_TRUE(w.has<Position>(e));
 }
 
+// Reading or writing change ticks of an untracked component turns tracking on, which changes
+// every table: refused on workers, allowed once tracking is on.
+TEST(QueryParallel, TurningOnChangeTrackingFromWorkersIsRefused) {
+    ts::World w;
+    populate(w);
+    auto q = w.query<ts::Entity, const Position&>();
+    try {
+        q.par_each([&](ts::Entity e, const Position&) { (void)w.changed_tick<Position>(e); });
+        FAIL() << "no error";
+    } catch (const ts::Error& e) {
+        EXPECT_EQ(e.code(), ts::errc::invalid_argument);
+        EXPECT_NE(std::string(e.what()).find("Position"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(q.par_each([&](ts::Entity e, const Position& p) {
+        (void)w.set_if_changed(e, Position{p.x + 1, p.y});
+    }),
+                 ts::Error);
+    std::size_t n = 0;
+    q.each([&](ts::Entity, const Position&) { ++n; });
+    ASSERT_GT(n, 0u);
+    const ts::Entity first = [&] {
+        ts::Entity f;
+        q.each([&](ts::Entity e, const Position&) { f = e; });
+        return f;
+    }();
+    (void)w.changed_tick<Position>(first);  // tracking on, on the world's thread
+    std::atomic<std::size_t> read{0};
+    q.par_each([&](ts::Entity e, const Position&) {
+        (void)w.changed_tick<Position>(e);
+        ++read;
+    });
+    EXPECT_EQ(read.load(), n);
+}
+
 TEST(QueryParallel, ExceptionsPropagateToTheCaller) {
     ts::World w;
     populate(w);
