@@ -108,10 +108,10 @@ struct Archetype {
     Archetype(std::pmr::memory_resource* mr, std::uint32_t slots)
         : slot_count(slots), ids(mr), columns(mr), edges(mr) {}
 
-    const std::uint32_t slot_count;     ///< entries in the slot table (max id value + 1)
-    std::uint32_t index = 0;            ///< position in the world's archetype list
-    std::uint32_t size = 0;             ///< live rows
-    std::uint32_t capacity = 0;         ///< allocated rows
+    const std::uint32_t slot_count;  ///< entries in the slot table (max id value + 1)
+    std::uint32_t index = 0;         ///< position in the world's archetype list
+    std::uint32_t size = 0;          ///< live rows
+    std::uint32_t capacity = 0;      ///< allocated rows
     /// Rows freed so far (despawns and moves out). Rows are appended only at the end and
     /// removed only by freeing (the last row fills the hole), so while `size` and `freed` stay
     /// the same every row holds the same entity.
