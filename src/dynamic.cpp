@@ -1,6 +1,7 @@
 // Runtime components: definitions, the string table, field access by name, id-based add /
 // remove / has and queries (dynamic.hpp).
 #include <tessera/commands.hpp>
+#include <tessera/detail/field_value.hpp>
 #include <tessera/detail/observe.hpp>
 #include <tessera/detail/storage.hpp>
 #include <tessera/dynamic.hpp>
@@ -398,65 +399,17 @@ void get_field(const World& w, Entity e, ComponentId id, FieldRef f, FieldWant w
            << "'): the field is " << to_string(t) << "; read it as its own type";
         throw Error(errc::invalid_argument, os.str());
     };
+    // `d` = the field as a double, when it is a number.
     auto numeric = [&](double& d) {
-        switch (t) {
-            case Field::f32: {
-                float x;
-                std::memcpy(&x, p, 4);
-                d = x;
+        if (t == Field::record) return false;
+        return visit_scalar(t, p, [&](const auto& v) {
+            if constexpr (is_number_v<decltype(v)>) {
+                d = static_cast<double>(v);
                 return true;
+            } else {
+                return false;
             }
-            case Field::f64: std::memcpy(&d, p, 8); return true;
-            case Field::i8: {
-                std::int8_t x;
-                std::memcpy(&x, p, 1);
-                d = x;
-                return true;
-            }
-            case Field::i16: {
-                std::int16_t x;
-                std::memcpy(&x, p, 2);
-                d = x;
-                return true;
-            }
-            case Field::i32: {
-                std::int32_t x;
-                std::memcpy(&x, p, 4);
-                d = x;
-                return true;
-            }
-            case Field::i64: {
-                std::int64_t x;
-                std::memcpy(&x, p, 8);
-                d = static_cast<double>(x);
-                return true;
-            }
-            case Field::u8: {
-                std::uint8_t x;
-                std::memcpy(&x, p, 1);
-                d = x;
-                return true;
-            }
-            case Field::u16: {
-                std::uint16_t x;
-                std::memcpy(&x, p, 2);
-                d = x;
-                return true;
-            }
-            case Field::u32: {
-                std::uint32_t x;
-                std::memcpy(&x, p, 4);
-                d = x;
-                return true;
-            }
-            case Field::u64: {
-                std::uint64_t x;
-                std::memcpy(&x, p, 8);
-                d = static_cast<double>(x);
-                return true;
-            }
-            default: return false;
-        }
+        });
     };
     auto exact = [&](Field expected, std::size_t bytes) {
         if (t != expected) fail();

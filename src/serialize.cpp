@@ -12,6 +12,7 @@
 // the free list links the dead ones. Loading builds a fresh storage and validates everything
 // (any input is checked, so random bytes give an error); only a complete, consistent world is
 // swapped into the target.
+#include <tessera/detail/field_value.hpp>
 #include <tessera/detail/storage.hpp>
 #include <tessera/dynamic.hpp>
 #include <tessera/error.hpp>
@@ -456,36 +457,20 @@ std::string field_mismatch(const json& d, const Schema& schema, const std::strin
 // ---------------------------------------------------------------------- JSON values
 
 json scalar_to_json(Field t, const std::byte* p, const StringTable* strings) {
-    auto load = [p]<class T>(T*) {
-        T x;
-        std::memcpy(&x, p, sizeof(T));
-        return x;
-    };
-    auto real = [](double d) -> json {
-        if (std::isnan(d)) return "nan";
-        if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
-        return d;
-    };
-    switch (t) {
-        case Field::f32: return real(load(static_cast<float*>(nullptr)));
-        case Field::f64: return real(load(static_cast<double*>(nullptr)));
-        case Field::i8: return load(static_cast<std::int8_t*>(nullptr));
-        case Field::i16: return load(static_cast<std::int16_t*>(nullptr));
-        case Field::i32: return load(static_cast<std::int32_t*>(nullptr));
-        case Field::i64: return load(static_cast<std::int64_t*>(nullptr));
-        case Field::u8: return load(static_cast<std::uint8_t*>(nullptr));
-        case Field::u16: return load(static_cast<std::uint16_t*>(nullptr));
-        case Field::u32: return load(static_cast<std::uint32_t*>(nullptr));
-        case Field::u64: return load(static_cast<std::uint64_t*>(nullptr));
-        case Field::boolean: return *p != std::byte{0};
-        case Field::str: {
-            const auto id = load(static_cast<std::uint32_t*>(nullptr));
-            return id == 0 || strings == nullptr ? std::string() : std::string(strings->get(id));
+    if (t == Field::record) return nullptr;
+    return visit_scalar(t, p, [&](const auto& v) -> json {
+        using V = std::remove_cvref_t<decltype(v)>;
+        if constexpr (std::is_floating_point_v<V>) {
+            if (std::isnan(v)) return "nan";
+            if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+            return static_cast<double>(v);
+        } else if constexpr (std::is_same_v<V, StringId>) {
+            return v.value == 0 || strings == nullptr ? std::string()
+                                                      : std::string(strings->get(v.value));
+        } else {
+            return v;
         }
-        case Field::string: return *reinterpret_cast<const std::string*>(p);
-        case Field::record: break;
-    }
-    return nullptr;
+    });
 }
 
 json value_to_json(const Schema& schema, const std::byte* v, const StringTable* strings) {

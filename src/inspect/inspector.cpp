@@ -7,6 +7,7 @@
 // answered at once, even when no update runs. A waiter that times out removes its request from
 // the queue if the world thread has not taken it yet, so a timed-out edit is never applied
 // later; once taken, it is answered within that update, so the waiter keeps waiting for it.
+#include <tessera/detail/field_value.hpp>
 #include <tessera/dynamic.hpp>
 #include <tessera/inspect.hpp>
 #include <tessera/relation.hpp>
@@ -165,41 +166,25 @@ std::optional<ComponentId> find_by_name(const Storage& s, std::string_view name,
 
 /// The JSON value of one scalar field at `p`.
 json leaf_value(const Storage& s, Field type, const std::byte* p) {
-    auto get = [p]<class T>(T*) {
-        T v;
-        std::memcpy(&v, p, sizeof(T));
-        return v;
-    };
-    switch (type) {
-        case Field::f32: {
+    if (type == Field::record) return nullptr;
+    return detail::visit_scalar(type, p, [&](const auto& v) -> json {
+        using V = std::remove_cvref_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, float>) {
             // The shortest text that reads back as this float (50.4, not 50.39990234375).
-            char text[32];
-            const float v = get(static_cast<float*>(nullptr));
             if (!std::isfinite(v)) return nullptr;
+            char text[32];
             const auto end = std::to_chars(text, text + sizeof text, v).ptr;
             return std::strtod(std::string(text, end).c_str(), nullptr);
-        }
-        case Field::f64: return get(static_cast<double*>(nullptr));
-        case Field::i8: return get(static_cast<std::int8_t*>(nullptr));
-        case Field::i16: return get(static_cast<std::int16_t*>(nullptr));
-        case Field::i32: return get(static_cast<std::int32_t*>(nullptr));
-        case Field::i64: return get(static_cast<std::int64_t*>(nullptr));
-        case Field::u8: return get(static_cast<std::uint8_t*>(nullptr));
-        case Field::u16: return get(static_cast<std::uint16_t*>(nullptr));
-        case Field::u32: return get(static_cast<std::uint32_t*>(nullptr));
-        case Field::u64: return get(static_cast<std::uint64_t*>(nullptr));
-        case Field::boolean: return get(static_cast<std::uint8_t*>(nullptr)) != 0;
-        case Field::str: {
-            const std::uint32_t id = get(static_cast<std::uint32_t*>(nullptr));
+        } else if constexpr (std::is_same_v<V, StringId>) {
             const StringTable* table = s.strings_if();
-            if (id == 0) return "";
-            if (table != nullptr && id < table->size()) return std::string(table->get(id));
+            if (v.value == 0) return "";
+            if (table != nullptr && v.value < table->size())
+                return std::string(table->get(v.value));
             return nullptr;
+        } else {
+            return v;
         }
-        case Field::string: return *reinterpret_cast<const std::string*>(p);
-        case Field::record: break;
-    }
-    return nullptr;
+    });
 }
 
 /// Appends the leaves of field `f` (a record's fields, an array's elements) at `base`.
