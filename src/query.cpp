@@ -62,6 +62,16 @@ bool QueryState::passes(const Archetype& a, std::uint32_t row) const noexcept {
     return true;
 }
 
+bool QueryState::block_passes(const Archetype& a, std::size_t block) const noexcept {
+    for (const ChangeFilter& f : filters_) {
+        if (f.added) continue;  // added ticks have no block bounds
+        const Column& c = a.columns[static_cast<std::uint32_t>(a.slot(f.id))];
+        const std::uint64_t since = f.since_last_run ? run_since_ : f.tick;
+        if (c.changed_max[block] <= since && c.stamped <= since) return false;
+    }
+    return true;
+}
+
 void QueryState::begin_run() noexcept {
     if (!system_) run_since_ = last_run_;
 }

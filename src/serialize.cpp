@@ -347,7 +347,10 @@ void build(const Image& image, ColumnSource& columns, Storage& b, const char* op
                 columns.values(ai, k, col.data, n, b);
                 filled.push_back(&col);
                 if (col.enabled != nullptr) columns.flags(ai, k, col.enabled, n);
-                if (col.changed != nullptr) columns.ticks(ai, k, col.added, col.changed, n);
+                if (col.changed != nullptr) {
+                    columns.ticks(ai, k, col.added, col.changed, n);
+                    col.bound_blocks(n);
+                }
             }
         } catch (...) {
             for (Column* col : filled) {

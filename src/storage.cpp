@@ -52,6 +52,7 @@ inline void move_value(const Column& c, std::byte* d, std::byte* s) noexcept {
 // Folds a column's whole-chunk stamp into its rows, so a row with an older tick can enter.
 void settle(Column& c, std::uint32_t rows) noexcept {
     for (std::uint32_t i = 0; i < rows; ++i) c.changed[i] = c.changed_at(i);
+    for (std::size_t b = 0; b < tick_blocks(rows); ++b) c.raise_block(b, c.stamped);
     c.stamped = 0;
 }
 
@@ -63,7 +64,7 @@ inline void move_row(const Column& from, std::uint32_t src, const Column& to,
                from.data + std::size_t{src} * from.size);
     if (to.changed != nullptr) {
         to.added[dst] = from.added[src];
-        to.changed[dst] = &from == &to ? from.changed[src] : from.changed_at(src);
+        to.set_changed(dst, &from == &to ? from.changed[src] : from.changed_at(src));
     }
     if (to.enabled != nullptr) to.enabled[dst] = from.enabled[src];
 }
@@ -150,7 +151,7 @@ void Storage::release_archetype(Archetype& a) noexcept {
         deallocate(c.data, std::size_t{a.capacity} * c.size,
                    std::max<std::size_t>(column_alignment, c.info->alignment));
         deallocate(c.added, std::size_t{a.capacity} * sizeof(std::uint64_t), column_alignment);
-        deallocate(c.changed, std::size_t{a.capacity} * sizeof(std::uint64_t), column_alignment);
+        deallocate(c.changed, changed_words(a.capacity) * sizeof(std::uint64_t), column_alignment);
         deallocate(c.enabled, a.capacity, column_alignment);
     }
     deallocate(a.entities, std::size_t{a.capacity} * sizeof(Entity), column_alignment);
@@ -340,9 +341,10 @@ void Storage::track(ComponentId id) {
     try {
         for (const Archetype* a : archetypes_) {
             if (a->capacity == 0 || a->slot(id) < 0) continue;
-            for (int k = 0; k < 2; ++k) {
+            for (int k = 0; k < 2; ++k) {  // added, changed
+                const std::size_t words = k == 0 ? a->capacity : changed_words(a->capacity);
                 arrays.push_back(reinterpret_cast<std::uint64_t*>(
-                    allocate(std::size_t{a->capacity} * sizeof(std::uint64_t), column_alignment)));
+                    allocate(words * sizeof(std::uint64_t), column_alignment)));
             }
         }
     } catch (...) {
@@ -350,8 +352,8 @@ void Storage::track(ComponentId id) {
         for (const Archetype* a : archetypes_) {
             if (a->capacity == 0 || a->slot(id) < 0) continue;
             for (int j = 0; j < 2 && k < arrays.size(); ++j, ++k) {
-                deallocate(arrays[k], std::size_t{a->capacity} * sizeof(std::uint64_t),
-                           column_alignment);
+                const std::size_t words = j == 0 ? a->capacity : changed_words(a->capacity);
+                deallocate(arrays[k], words * sizeof(std::uint64_t), column_alignment);
             }
         }
         throw;
@@ -365,8 +367,10 @@ void Storage::track(ComponentId id) {
         if (a->capacity == 0) continue;
         col.added = arrays[k++];
         col.changed = arrays[k++];
+        col.changed_max = col.changed + a->capacity;
         std::fill_n(col.added, a->size, tick_);
         std::fill_n(col.changed, a->size, tick_);
+        std::fill_n(col.changed_max, tick_blocks(a->capacity), tick_);
     }
     components_[id.value].tracked = true;
 }
@@ -394,7 +398,8 @@ void Storage::grow(Archetype& a, std::size_t min_capacity) {
             deallocate(fresh[i].data, cap * c.size,
                        std::max<std::size_t>(column_alignment, c.info->alignment));
             deallocate(fresh[i].added, cap * sizeof(std::uint64_t), column_alignment);
-            deallocate(fresh[i].changed, cap * sizeof(std::uint64_t), column_alignment);
+            deallocate(fresh[i].changed, changed_words(cap) * sizeof(std::uint64_t),
+                       column_alignment);
             deallocate(fresh[i].enabled, cap, column_alignment);
         }
         deallocate(entities, cap * sizeof(Entity), column_alignment);
@@ -409,7 +414,7 @@ void Storage::grow(Archetype& a, std::size_t min_capacity) {
                 f.added = reinterpret_cast<std::uint64_t*>(
                     allocate(cap * sizeof(std::uint64_t), column_alignment));
                 f.changed = reinterpret_cast<std::uint64_t*>(
-                    allocate(cap * sizeof(std::uint64_t), column_alignment));
+                    allocate(changed_words(cap) * sizeof(std::uint64_t), column_alignment));
             }
             if (c.info->enableable)
                 f.enabled = reinterpret_cast<std::uint8_t*>(allocate(cap, column_alignment));
@@ -439,12 +444,20 @@ void Storage::grow(Archetype& a, std::size_t min_capacity) {
         deallocate(c.data, old_cap * c.size,
                    std::max<std::size_t>(column_alignment, c.info->alignment));
         deallocate(c.added, old_cap * sizeof(std::uint64_t), column_alignment);
-        deallocate(c.changed, old_cap * sizeof(std::uint64_t), column_alignment);
+        deallocate(c.changed, changed_words(old_cap) * sizeof(std::uint64_t), column_alignment);
         deallocate(c.enabled, old_cap, column_alignment);
         c.data = f.data;
         components_[c.id.value].columns[a.index] = f.data;
         c.added = f.added;
+        if (f.changed != nullptr) {
+            // The bounds of the rows kept, and nothing changed in the blocks past them.
+            std::uint64_t* const bounds = f.changed + cap;
+            const std::size_t kept = c.changed != nullptr ? tick_blocks(a.size) : 0;
+            if (kept != 0) std::memcpy(bounds, c.changed_max, kept * sizeof(std::uint64_t));
+            std::fill(bounds + kept, bounds + tick_blocks(cap), std::uint64_t{0});
+        }
         c.changed = f.changed;
+        c.changed_max = f.changed != nullptr ? f.changed + cap : nullptr;
         c.enabled = f.enabled;
     }
     a.capacity = static_cast<std::uint32_t>(cap);
@@ -483,13 +496,19 @@ void Storage::reserve_spawn(Archetype& a, std::size_t n) {
 void Storage::stamp_row_added(RowSlot slot) noexcept {
     if (!slot.archetype->tracked) return;
     for (Column& c : slot.archetype->columns) {
-        if (c.changed != nullptr) c.added[slot.row] = c.changed[slot.row] = tick_;
+        if (c.changed != nullptr) {
+            c.added[slot.row] = tick_;
+            c.set_changed(slot.row, tick_);
+        }
     }
 }
 
 void Storage::stamp_added(RowSlot slot, std::int32_t column) noexcept {
     Column& c = slot.archetype->columns[static_cast<std::uint32_t>(column)];
-    if (c.changed != nullptr) c.added[slot.row] = c.changed[slot.row] = tick_;
+    if (c.changed != nullptr) {
+        c.added[slot.row] = tick_;
+        c.set_changed(slot.row, tick_);
+    }
 }
 
 void Storage::init_row(RowSlot slot) noexcept {
@@ -514,6 +533,8 @@ std::span<const Entity> Storage::commit_spawn_many(Archetype& a, std::size_t n) 
         if (c.changed != nullptr) {
             std::fill_n(c.added + first, n, tick_);
             std::fill_n(c.changed + first, n, tick_);
+            for (std::size_t b = first / tick_block; b < tick_blocks(first + n); ++b)
+                c.raise_block(b, tick_);
         }
     }
     a.size += static_cast<std::uint32_t>(n);
@@ -955,6 +976,8 @@ void Storage::copy_from(const Storage& src, const char* op) {
             if (c.changed != nullptr && d.changed != nullptr) {
                 std::memcpy(d.added, c.added, std::size_t{from.size} * sizeof(std::uint64_t));
                 std::memcpy(d.changed, c.changed, std::size_t{from.size} * sizeof(std::uint64_t));
+                std::memcpy(d.changed_max, c.changed_max,
+                            tick_blocks(from.size) * sizeof(std::uint64_t));
                 d.stamped = c.stamped;
             }
             if (c.enabled != nullptr) std::memcpy(d.enabled, c.enabled, from.size);

@@ -79,6 +79,7 @@ struct PlanTable {
     const LocalTransform* local = nullptr;
     WorldTransform* world = nullptr;  ///< null: no WorldTransform (addition queued)
     std::uint64_t* changed = nullptr;
+    std::uint64_t* changed_max = nullptr;
 };
 
 /// An entity index in the hierarchy while a plan is built: its child list and, for an entity
@@ -102,6 +103,7 @@ struct TransformState {
           steps(s.resource()),
           step_end(s.resource()),
           step_entity(s.resource()),
+          step_bound(s.resource()),
           step_depth(s.resource()),
           level(s.resource()),
           level_step(s.resource()),
@@ -112,6 +114,7 @@ struct TransformState {
           roots(s.resource()),
           stack(s.resource()),
           dirty(s.resource()),
+          work(s.resource()),
           forced(s.resource()),
           spare(s.resource()),
           missing(s.resource()) {
@@ -142,6 +145,9 @@ struct TransformState {
     std::pmr::vector<PlanStep> steps;
     std::pmr::vector<std::uint32_t> step_end;
     std::pmr::vector<Entity> step_entity;
+    /// Step i's block bound of WorldTransform changed ticks (`Column::changed_max`; null for a
+    /// spare): an incremental pass raises it for each step it writes.
+    std::pmr::vector<std::uint64_t*> step_bound;
     std::pmr::vector<std::uint32_t> step_depth;  ///< ancestors with a step (while building)
     /// The steps again, ordered for a full pass: by depth (parents before children), then in
     /// table and row order, so a full pass reads the columns nearly in address order (the
@@ -156,6 +162,7 @@ struct TransformState {
     std::pmr::vector<std::uint32_t> roots;  ///< entity indices without a first parent
     std::pmr::vector<Frame> stack;
     std::pmr::vector<std::uint64_t> dirty;   ///< a bit per step: compute its subtree
+    std::pmr::vector<std::uint32_t> work;    ///< the steps an incremental pass computes
     std::pmr::vector<std::uint64_t> forced;  ///< a bit per step: its WorldTransform was just added
     std::pmr::vector<glm::mat4> spare;       ///< world matrices of entities without WorldTransform
     std::pmr::vector<Entity> missing;        ///< entities given a WorldTransform this call
@@ -204,6 +211,25 @@ inline bool block_changed(const std::uint64_t* lt, const std::uint64_t* wt,
     for (int k = 0; k < 16; ++k) any |= (since - lt[k]) | (since - wt[k]);
     return (any >> 63) != 0;
 #endif
+}
+
+/// Bit r set when `t[r]` is after `since`, for the `n` (at most 16) ticks at `t`.
+inline std::uint32_t newer_mask(const std::uint64_t* t, std::uint32_t n,
+                                std::uint64_t since) noexcept {
+    std::uint32_t mask = 0;
+#if defined(__SSE2__)
+    if (n == 16) {
+        const __m128i s = _mm_set1_epi64x(static_cast<long long>(since));
+        for (int k = 0; k < 16; k += 2) {
+            const __m128i d =
+                _mm_sub_epi64(s, _mm_loadu_si128(reinterpret_cast<const __m128i*>(t + k)));
+            mask |= static_cast<std::uint32_t>(_mm_movemask_pd(_mm_castsi128_pd(d))) << k;
+        }
+        return mask;
+    }
+#endif
+    for (std::uint32_t r = 0; r < n; ++r) mask |= static_cast<std::uint32_t>(t[r] > since) << r;
+    return mask;
 }
 
 /// A column of `a` as typed values (null when `a` lacks the component).
@@ -330,10 +356,12 @@ private:
         st_.steps.resize(n);
         st_.step_end.resize(n);
         st_.step_entity.resize(n);
+        st_.step_bound.resize(n);
         st_.step_depth.resize(n);
         st_.level.resize(n);
         st_.level_step.resize(n);
         st_.row_step.resize(n);
+        st_.work.resize(n);
         st_.dirty.assign((std::size_t{n} + 63) / 64, 0);
         st_.forced.resize(st_.dirty.size());
         if (st_.nodes.size() < s_.record_count()) st_.nodes.resize(s_.record_count());
@@ -358,7 +386,8 @@ private:
             st_.tables.push_back(PlanTable{index, a.size, a.capacity, rows, a.freed, a.entities,
                                            column<LocalTransform>(a, local_id_),
                                            column<WorldTransform>(a, world_id_),
-                                           wcol != nullptr ? wcol->changed : nullptr});
+                                           wcol != nullptr ? wcol->changed : nullptr,
+                                           wcol != nullptr ? wcol->changed_max : nullptr});
             rows += a.size;
         }
         st_.rows = rows;
@@ -425,6 +454,7 @@ private:
         std::uint32_t* const step_end = st_.step_end.data();
         Entity* const step_entity = st_.step_entity.data();
         std::uint32_t* const step_depth = st_.step_depth.data();
+        std::uint64_t** const step_bound = st_.step_bound.data();
         std::uint32_t* const row_step = st_.row_step.data();
         std::uint64_t* const dirty = st_.dirty.data();
         glm::mat4* spare = st_.spare.data();
@@ -453,6 +483,7 @@ private:
                 node.stepped = e;
                 node.base = base;
                 step_entity[n] = e;
+                step_bound[n] = t.world != nullptr ? t.changed_max + row / tick_block : nullptr;
                 step_depth[n] = depth;
                 ++f.depth;
                 row_step[t.first + row] = n;
@@ -516,31 +547,40 @@ private:
 
     /// Computes every step, in level order.
     std::size_t compute_all() {
-        return compute(st_.level.data(), st_.level_step.data(), 0,
-                       static_cast<std::uint32_t>(st_.level.size()));
+        const std::size_t written = compute<false>(st_.level.data(), st_.level_step.data(),
+                                                   static_cast<std::uint32_t>(st_.level.size()));
+        if (written != 0 && !observed_) {
+            // A full pass writes most rows: raise every block bound rather than one per write.
+            for (const PlanTable& t : st_.tables) {
+                if (t.changed_max == nullptr) continue;
+                std::fill_n(t.changed_max, tick_blocks(t.size), tick_);
+            }
+        }
+        return written;
     }
 
-    /// Computes `steps[first, last)` (each one's parent is computed or current), where
-    /// `steps[k]` is step `index[k]` (null: step k); returns the number of WorldTransforms
-    /// written.
+    /// Computes `count` steps in order (each one's parent is computed or current); returns the
+    /// number of WorldTransforms written. The k-th is `steps[k]`, step number `index[k]`; or, when
+    /// `listed`, `steps[index[k]]` (whose writes then raise their block bounds one by one).
+    template <bool listed>
     std::size_t compute(const PlanStep* const steps, const std::uint32_t* const index,
-                        std::uint32_t first, std::uint32_t last) {
+                        const std::uint32_t count) {
         const std::uint64_t* const forced = any_forced_ ? st_.forced.data() : nullptr;
         const bool observed = observed_;
         const std::uint64_t tick = tick_;
         std::size_t written = 0;
-        for (std::uint32_t i = first; i < last; ++i) {
-            const PlanStep& s = steps[i];
-            if (i + prefetch_distance < last) {
-                // In depth-first order the rows are scattered: fetch ahead.
-                const PlanStep& ahead = steps[i + prefetch_distance];
+        for (std::uint32_t k = 0; k < count; ++k) {
+            const PlanStep& s = steps[listed ? index[k] : k];
+            if (k + prefetch_distance < count) {
+                // The rows of a subtree pass are scattered: fetch ahead.
+                const std::uint32_t a = k + prefetch_distance;
+                const PlanStep& ahead = steps[listed ? index[a] : a];
                 __builtin_prefetch(ahead.local);
                 __builtin_prefetch(ahead.world, 1);
                 __builtin_prefetch(ahead.changed, 1);
             }
             const glm::mat4 m = s.parent == nullptr ? *s.local : *s.parent * *s.local;
-            if (same_bits(*s.world, m) &&
-                (forced == nullptr || !test_bit(forced, index != nullptr ? index[i] : i)))
+            if (same_bits(*s.world, m) && (forced == nullptr || !test_bit(forced, index[k])))
                 continue;
             if (s.changed == nullptr) [[unlikely]] {
                 *s.world = m;  // a spare: its WorldTransform is yet to be added
@@ -548,12 +588,15 @@ private:
             }
             ++written;
             if (observed) [[unlikely]] {
-                // Fires on_set.
-                world_.set(st_.step_entity[index != nullptr ? index[i] : i], WorldTransform{m});
+                world_.set(st_.step_entity[index[k]], WorldTransform{m});  // fires on_set
                 continue;
             }
             *s.world = m;
             *s.changed = tick;
+            if constexpr (listed) {
+                std::uint64_t& bound = *st_.step_bound[index[k]];
+                if (bound < tick) bound = tick;
+            }
         }
         return written;
     }
@@ -583,40 +626,57 @@ private:
                 for (std::uint32_t row = 0; row < n; ++row) set_bit(bits, row_step[row]);
                 continue;
             }
+            // Rows are read only in the blocks whose bound (Column::changed_max) is new, and
+            // the bounds 16 blocks at a time.
             const std::uint64_t* const lt = lcol.changed;
             const std::uint64_t* const wt = wcol != nullptr ? wcol->changed : lt;
-            auto mark = [&](std::uint32_t first, std::uint32_t last) {
-                for (std::uint32_t row = first; row < last; ++row) {
-                    if (lt[row] > since || wt[row] > since) {
-                        if (++dirty > limit) return false;
-                        set_bit(bits, row_step[row]);
-                    }
-                }
-                return true;
+            const std::uint64_t* const lb = lcol.changed_max;
+            const std::uint64_t* const wb = wcol != nullptr ? wcol->changed_max : lb;
+            // Marks the dirty rows of block b (`local`, `world`: which bounds are new).
+            auto mark = [&](std::size_t b, bool local, bool world) {
+                const auto first = static_cast<std::uint32_t>(b * tick_block);
+                const std::uint32_t rows = std::min<std::uint32_t>(n - first, tick_block);
+                std::uint32_t m = 0;
+                if (local) m = newer_mask(lt + first, rows, since);
+                if (world) m |= newer_mask(wt + first, rows, since);
+                dirty += static_cast<std::size_t>(std::popcount(m));
+                for (; m != 0; m &= m - 1)
+                    set_bit(bits,
+                            row_step[first + static_cast<std::uint32_t>(std::countr_zero(m))]);
+                return dirty <= limit;
             };
-            std::uint32_t first = 0;
-            for (; first + 16 <= n; first += 16) {
-                if (block_changed(lt + first, wt + first, since) && !mark(first, first + 16))
-                    return false;
+            const std::size_t blocks = tick_blocks(n);
+            for (std::size_t b = 0; b < blocks; b += 16) {
+                const auto group =
+                    static_cast<std::uint32_t>(std::min<std::size_t>(16, blocks - b));
+                const std::uint32_t lm = newer_mask(lb + b, group, since);
+                const std::uint32_t wm = newer_mask(wb + b, group, since);
+                for (std::uint32_t m = lm | wm; m != 0; m &= m - 1) {
+                    const auto j = static_cast<std::uint32_t>(std::countr_zero(m));
+                    if (!mark(b + j, ((lm >> j) & 1u) != 0, ((wm >> j) & 1u) != 0)) return false;
+                }
             }
-            if (!mark(first, n)) return false;
         }
         return true;
     }
 
-    /// Computes the subtree of every dirty step not inside an earlier one's, in plan order.
+    /// Computes the subtree of every dirty step not inside an earlier one's, in plan order:
+    /// lists their steps in `work`, then computes the list in one loop (so that it fetches ahead
+    /// across subtrees, most of which are a step or two).
     void run_incremental() {
         const std::uint64_t* const bits = st_.dirty.data();
         const std::uint32_t* const step_end = st_.step_end.data();
-        std::uint32_t covered = 0;  // steps below this are computed
+        std::uint32_t* const work = st_.work.data();
+        std::uint32_t count = 0;
+        std::uint32_t covered = 0;  // steps below this are listed
         for (std::size_t w = 0; w < st_.dirty.size(); ++w) {
             for (std::uint64_t b = bits[w]; b != 0; b &= b - 1) {
-                const auto i = static_cast<std::uint32_t>(w * 64 + std::countr_zero(b));
+                auto i = static_cast<std::uint32_t>(w * 64 + std::countr_zero(b));
                 if (i < covered) continue;
-                covered = step_end[i];
-                written_ += compute(st_.steps.data(), nullptr, i, covered);
+                for (covered = step_end[i]; i < covered; ++i) work[count++] = i;
             }
         }
+        written_ += compute<true>(st_.steps.data(), work, count);
     }
 
     World& world_;

@@ -16,6 +16,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -407,6 +408,12 @@ private:
             ++tick_;
             EXPECT_EQ(tick_value(world_.advance_tick()), tick_);
             EXPECT_EQ(tick_value(world_.tick()), tick_);
+        } else if (roll < 97) {
+            op_ = "query changed_since";
+            with_value_type(below(kValueTypes), [&]<std::size_t I>() { changed_query<I>(); });
+        } else if (roll < 98) {
+            op_ = "query T& (stamps every row)";
+            with_value_type(below(kValueTypes), [&]<std::size_t I>() { write_query<I>(); });
         } else {
             op_ = "is_alive";
             EXPECT_TRUE(world_.is_alive(e));
@@ -696,6 +703,33 @@ private:
         ref = Spec<T>::to_world(v);
         m = std::move(v);
         stamp_changed<I>(row);
+    }
+
+    /// A `changed_since<T>(t)` query for a random past tick visits exactly the entities whose
+    /// T changed after t.
+    template <std::size_t I>
+    void changed_query() {
+        using T = TypeAt<I>;
+        activate<I>();
+        const std::uint64_t since = below(tick_ + 1);
+        std::set<std::uint64_t> want;
+        for (const auto& [bits, row] : model_) {
+            if (std::get<I>(row.values) && row.ticks[I].changed > since) want.insert(bits);
+        }
+        std::set<std::uint64_t> got;
+        world_.query<const T&>().template changed_since<T>(since).each(
+            [&](tessera::Entity x, const T&) { EXPECT_TRUE(got.insert(x.to_bits()).second); });
+        EXPECT_EQ(got, want) << "changed since tick " << since;
+    }
+
+    /// A query with a `T&` term marks every row it visits changed.
+    template <std::size_t I>
+    void write_query() {
+        using T = TypeAt<I>;
+        world_.query<T&>().each([](T&) {});
+        for (auto& [bits, row] : model_) {
+            if (std::get<I>(row.values)) stamp_changed<I>(row);
+        }
     }
 
     template <std::size_t I>

@@ -689,6 +689,43 @@ TEST(Query, AddedSeesNewComponentsOnce) {
     EXPECT_TRUE(run(q).empty());
 }
 
+TEST(Query, ChangedFilterOnALargeTableSeesExactlyTheScatteredWrites) {
+    // Thousands of rows, so the filter works over many blocks of rows; every way a row's
+    // changed tick moves: a write, a swap-removal filling a hole, a move to another table, a
+    // batch spawn, a write to a whole table.
+    ts::World w;
+    Entities es;
+    for (int i = 0; i < 5000; ++i) es.push_back(w.spawn(Position{float(i), 0}));
+    (void)w.changed_tick<Position>(es[0]);  // tracking on: every row stamped now
+    std::uint64_t since = w.tick();         // what is written after this call is newer
+    (void)w.advance_tick();
+    auto changed = [&] {
+        auto q = w.query<ts::Entity>().changed_since<Position>(since);
+        return as_set(visit(q));
+    };
+    EXPECT_TRUE(changed().empty());
+    std::set<ts::Entity> want;
+    for (const std::size_t i : {0, 1, 15, 16, 17, 2047, 4095, 4999}) {
+        w.get_mut<Position>(es[i]).y = 1;
+        want.insert(es[i]);
+    }
+    EXPECT_EQ(changed(), want) << "writes";
+    w.despawn(es[1]);  // the last row (es[4999], changed) fills its hole
+    w.despawn(es[2]);  // the new last row (es[4998], unchanged) fills this one
+    want.erase(es[1]);
+    EXPECT_EQ(changed(), want) << "despawns";
+    w.add(es[15], Velocity{});   // a changed row moves to another table
+    w.add(es[100], Velocity{});  // an unchanged one too
+    EXPECT_EQ(changed(), want) << "table moves";
+    for (const ts::Entity e : w.spawn_many(40, [](std::size_t, Position&) {})) want.insert(e);
+    EXPECT_EQ(changed(), want) << "spawn_many";
+    since = w.tick();
+    (void)w.advance_tick();
+    EXPECT_TRUE(changed().empty());
+    w.query<Position&>().each([](Position&) {});
+    EXPECT_EQ(changed().size(), w.count()) << "a T& term marks every row it visits";
+}
+
 TEST(Query, ChangedSinceAndAddedSinceAreStrictAndDoNotAdvanceTheTick) {
     ts::World w;
     const ts::Entity a = w.spawn(Position{});  // tick 1

@@ -8,6 +8,7 @@
 #include "common/error_of.hpp"
 
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -226,6 +227,41 @@ TEST(Binary, RoundTripIsExact) {
     EXPECT_EQ(back.entities(), w.entities());
     EXPECT_EQ(ts::state_hash(back), ts::state_hash(w));
     EXPECT_EQ(ts::save(back), bytes);
+}
+
+TEST(Snapshot, EveryCopyKeepsWhichRowsChangedSinceATick) {
+    // Big enough for several blocks of rows; writes scattered, some in the same block.
+    ts::World w;
+    std::vector<ts::Entity> es;
+    for (int i = 0; i < 1000; ++i) es.push_back(w.spawn(sz::Pos{float(i), 0}));
+    (void)w.changed_tick<sz::Pos>(es[0]);  // tracking on: every row stamped now
+    const std::uint64_t since = w.tick();  // what is written after this call is newer
+    (void)w.advance_tick();
+    std::set<ts::Entity> want;
+    for (const std::size_t i : {0, 3, 5, 130, 511, 512, 998, 999}) {
+        w.get_mut<sz::Pos>(es[i]).y = 1;
+        want.insert(es[i]);
+    }
+    (void)w.advance_tick();
+    auto changed = [&](ts::World& x) {
+        std::set<ts::Entity> got;
+        x.query<ts::Entity, const sz::Pos&>().changed_since<sz::Pos>(since).each(
+            [&](ts::Entity e, const sz::Pos&) { got.insert(e); });
+        return got;
+    };
+    ASSERT_EQ(changed(w), want);
+    ts::World copy = w.clone();
+    EXPECT_EQ(changed(copy), want) << "clone";
+    ts::World bin;
+    ts::load(ts::save(w), bin);
+    EXPECT_EQ(changed(bin), want) << "binary save / load";
+    ts::World json;
+    ts::from_json(ts::to_json(w), json);
+    EXPECT_EQ(changed(json), want) << "JSON";
+    const ts::Snapshot snap = w.snapshot();
+    w.query<sz::Pos&>().each([](sz::Pos&) {});  // marks every row changed
+    w.restore(snap);
+    EXPECT_EQ(changed(w), want) << "restore";
 }
 
 TEST(Binary, NonEmptyTargetAndGarbageAreInvalidArgumentLeavingTargetAsIs) {

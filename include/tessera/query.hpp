@@ -200,6 +200,9 @@ public:
     [[nodiscard]] std::span<const ChangeFilter> filters() const noexcept { return filters_; }
     /// Whether `row` of `a` passes every change filter, given this run's last-run tick.
     [[nodiscard]] bool passes(const Archetype& a, std::uint32_t row) const noexcept;
+    /// False when no row of block `block` (`tick_block` rows) of `a` can pass the change
+    /// filters, by the block bounds of their changed ticks.
+    [[nodiscard]] bool block_passes(const Archetype& a, std::size_t block) const noexcept;
     /// Called when a run starts and ends: "since the last run" bookkeeping.
     void begin_run() noexcept;
     void end_run() noexcept;
@@ -744,11 +747,20 @@ private:
             return;
         }
         const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
-        for (std::uint32_t i = first; i < last; ++i) {
-            if (gate && !enabled_row(flags, i)) continue;
-            if (filtered && !state_.passes(a, i)) continue;
-            stamp_row(s, a, i);
-            call<WithEntity>(fn, a, bases, i, std::index_sequence_for<Terms...>{});
+        for (std::uint32_t i = first; i < last;) {
+            // With change filters, a block of rows none of which changed is skipped whole.
+            const std::uint32_t block_end = (i / detail::tick_block + 1) * detail::tick_block;
+            const std::uint32_t end = filtered ? std::min(last, block_end) : last;
+            if (filtered && !state_.block_passes(a, i / detail::tick_block)) {
+                i = end;
+                continue;
+            }
+            for (; i < end; ++i) {
+                if (gate && !enabled_row(flags, i)) continue;
+                if (filtered && !state_.passes(a, i)) continue;
+                stamp_row(s, a, i);
+                call<WithEntity>(fn, a, bases, i, std::index_sequence_for<Terms...>{});
+            }
         }
     }
 

@@ -3,7 +3,8 @@
 ///
 /// Layout: an archetype is a sorted set of component ids plus a table of rows. Each non-tag
 /// component has a column (one contiguous, 64-byte aligned array of values); tracked components
-/// add two tick arrays (added, changed), enableable ones a byte per row. Every column and the
+/// add two tick arrays (added, changed; the changed array ends with a bound per block of rows),
+/// enableable ones a byte per row. Every column and the
 /// entity column share the archetype's capacity. `slots` maps a component id to its column
 /// (dense by id value), so a typed lookup is one load.
 #pragma once
@@ -14,6 +15,7 @@
 #include <tessera/entity.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -39,13 +41,30 @@ struct RelationType;
 inline constexpr std::int32_t slot_absent = -1;
 inline constexpr std::int32_t slot_tag = -2;
 
-/// One component's values in an archetype (one cache line: the hooks a row move needs are
-/// copied here from the `ComponentInfo`).
+/// Rows per entry of `Column::changed_max`.
+inline constexpr std::uint32_t tick_block = 16;
+
+/// Blocks of `tick_block` rows in `rows` rows (rounded up).
+constexpr std::size_t tick_blocks(std::size_t rows) noexcept {
+    return (rows + tick_block - 1) / tick_block;
+}
+/// Words of a changed-tick array for `capacity` rows: a tick per row, then a bound per block.
+constexpr std::size_t changed_words(std::size_t capacity) noexcept {
+    return capacity + tick_blocks(capacity);
+}
+
+/// One component's values in an archetype (the hooks a row move needs are copied here from the
+/// `ComponentInfo`).
 struct Column {
     std::byte* data = nullptr;         ///< `capacity * size` bytes
     std::uint64_t* added = nullptr;    ///< per-row added tick; null until tracked
     std::uint64_t* changed = nullptr;  ///< per-row changed tick; null until tracked
-    std::uint8_t* enabled = nullptr;   ///< per-row enable flag; null unless enableable
+    /// Per block of `tick_block` rows, a bound on their changed ticks (each row's is at most
+    /// its block's), so a scan for changes skips a block whose bound is old; it may be above
+    /// every row's (rows left). `changed_words(capacity)` words from `changed`: this is
+    /// `changed + capacity`. Null until tracked.
+    std::uint64_t* changed_max = nullptr;
+    std::uint8_t* enabled = nullptr;  ///< per-row enable flag; null unless enableable
     /// info->relocate: null when values move with memcpy
     void (*relocate)(void* dst, void* src, std::size_t n) noexcept = nullptr;
     /// info->destroy: null when trivially destructible
@@ -70,6 +89,28 @@ struct Column {
     /// The changed tick of `row` (tick arrays must exist).
     [[nodiscard]] std::uint64_t changed_at(std::uint32_t row) const noexcept {
         return changed[row] > stamped ? changed[row] : stamped;
+    }
+    /// Sets `row`'s changed tick (tick arrays must exist).
+    void set_changed(std::uint32_t row, std::uint64_t tick) const noexcept {
+        changed[row] = tick;
+        raise_block(row / tick_block, tick);
+    }
+    /// Raises block `b`'s bound to `tick`. par_each workers may raise one block at once, all
+    /// with the same tick (writers of one component never run concurrently with different
+    /// ticks): relaxed atomics make that a plain load and store.
+    void raise_block(std::size_t b, std::uint64_t tick) const noexcept {
+        std::atomic_ref<std::uint64_t> bound(changed_max[b]);
+        if (bound.load(std::memory_order_relaxed) < tick)
+            bound.store(tick, std::memory_order_relaxed);
+    }
+    /// Sets the bounds of the blocks of rows [0, rows) from the rows' ticks (after the row
+    /// ticks were written in bulk).
+    void bound_blocks(std::uint32_t rows) const noexcept {
+        for (std::size_t b = 0; b < tick_blocks(rows); ++b) {
+            const std::uint64_t* t = changed + b * tick_block;
+            const std::size_t n = std::min<std::size_t>(tick_block, rows - b * tick_block);
+            changed_max[b] = *std::max_element(t, t + n);
+        }
     }
 };
 
@@ -578,7 +619,7 @@ public:
     static void stamp_changed(const Archetype& a, std::uint32_t row, std::int32_t column,
                               std::uint64_t tick) noexcept {
         const Column& col = a.columns[static_cast<std::uint32_t>(column)];
-        if (col.changed != nullptr) col.changed[row] = tick;
+        if (col.changed != nullptr) col.set_changed(row, tick);
     }
     /// Sets the tick (a schedule gives each exclusive system its own while it runs).
     void set_tick(std::uint64_t tick) noexcept { tick_ = tick; }
