@@ -270,6 +270,30 @@ template <class T>
 /// returned by the registry (`component_id`, `World::component`).
 [[nodiscard]] const ComponentInfo& component_info(ComponentId id) noexcept;
 
+namespace detail {
+/// `late_component_id`, giving the invalid `ComponentId{}` instead of throwing.
+template <class T>
+[[gnu::noinline, gnu::cold, gnu::pure]] ComponentId late_lookup_id() noexcept {
+    try {
+        return register_type(describe<T>());
+    } catch (...) {
+        return ComponentId{};
+    }
+}
+
+/// `component_id<T>()` for the lookups that cannot throw (`World::has`, `try_get`, ...): the
+/// invalid `ComponentId{}` when `T` cannot be registered (a `type_conflict`). No table, index
+/// or switch holds that id, so such a type is simply absent everywhere.
+template <class T>
+[[nodiscard]] inline ComponentId lookup_id() noexcept {
+    using U = std::remove_cvref_t<T>;
+    const std::uint32_t slot = type_slot<U>;
+    if (slot != 0) [[likely]]
+        return ComponentId{slot - 1};
+    return late_lookup_id<U>();
+}
+}  // namespace detail
+
 /// The record of `T`. @throws like `component_id<T>()`.
 template <class T>
 [[nodiscard]] const ComponentInfo& component_info() {

@@ -113,7 +113,7 @@ public:
     /// Whether `kind` is on for `T` (both the kind's and the type's switch).
     template <class T>
     [[nodiscard]] bool is_enabled(Event kind) const noexcept {
-        return is_enabled(kind, component_id<T>());
+        return is_enabled(kind, detail::lookup_id<T>());
     }
     /// Whether `kind` is on for component `id` (both the kind's and the component's switch).
     [[nodiscard]] bool is_enabled(Event kind, ComponentId id) const noexcept;

@@ -227,7 +227,7 @@ bool World::related(Entity e, Entity target) const noexcept {
 
 template <class R>
 std::span<const Entity> World::sources(Entity target) const noexcept {
-    return detail::sources(*storage_, component_id<R>(), target);
+    return detail::sources(*storage_, detail::lookup_id<R>(), target);
 }
 
 template <class R>

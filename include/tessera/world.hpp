@@ -163,7 +163,8 @@ public:
     template <class... Ts>
     requires(sizeof...(Ts) > 0) bool remove(Entity e);
 
-    /// Whether `e` is alive and has every one of `Ts`. Never throws.
+    /// Whether `e` is alive and has every one of `Ts`. Never throws: a type whose registration
+    /// failed (`type_conflict`, e.g. two plugins disagreeing on a struct) is absent.
     template <class... Ts>
     requires(sizeof...(Ts) > 0) [[nodiscard]] bool has(Entity e) const noexcept;
 

@@ -22,6 +22,10 @@ using PluginReadFn = std::uint32_t (*)(const tessera::World* world, tessera::Ent
                                        SharedPos* out);
 /// Both plugins: returns component_id<Label>() of the plugin's own anonymous-namespace Label.
 using PluginLabelFn = std::uint32_t (*)();
+/// Plugin C: the lookups of its own `Conflicting` (which failed to register) on `e`, as bits:
+/// has 1, try_get 2, targets 4, related 8, sources 16, relation 32; 64 when component_id
+/// did not throw, 128 when it threw something other than type_conflict. 0 is the answer.
+using PluginProbeFn = std::uint32_t (*)(const tessera::World* world, tessera::Entity e);
 }
 
 #define TESSERA_PLUGIN_EXPORT extern "C" __attribute__((visibility("default")))

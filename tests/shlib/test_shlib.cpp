@@ -14,6 +14,15 @@ struct Label {
     int value;
 };
 
+}  // namespace
+
+/// Plugin C defines another `Conflicting` (three doubles): its registration clashes with this.
+struct Conflicting {
+    int value;
+};
+
+namespace {
+
 /// A dlopen()ed shared object, closed on destruction.
 class Plugin {
 public:
@@ -98,6 +107,19 @@ TEST_F(SharedLibrary, AnonymousNamespaceTypesWithOneNameGetDistinctIds) {
     // Stable: asking again gives the same id.
     EXPECT_EQ(label_a, label_a_());
     EXPECT_EQ(label_b, label_b_());
+}
+
+TEST(SharedLibraryConflict, LookupsThatCannotThrowFindAConflictingTypeAbsent) {
+    // The host registered its Conflicting before main; plugin C's fails as it loads.
+    tessera::World world;
+    const tessera::Entity e = world.spawn(Conflicting{7});
+    ASSERT_TRUE(world.has<Conflicting>(e));
+    const Plugin c{TESSERA_PLUGIN_C_PATH};
+    ASSERT_TRUE(c.loaded()) << c.error();
+    const auto probe = c.symbol<PluginProbeFn>("tessera_plugin_c_probe");
+    ASSERT_NE(probe, nullptr);
+    EXPECT_EQ(probe(&world, e), 0u) << "bits: see PluginProbeFn";
+    EXPECT_EQ(world.get<Conflicting>(e).value, 7) << "the host's own type is untouched";
 }
 
 TEST_F(SharedLibrary, DistinctAnonymousTypesCoexistOnOneEntity) {

@@ -345,7 +345,7 @@ requires(sizeof...(Ts) > 0) bool World::has(Entity e) const noexcept {
     const detail::EntityRecord* r = storage_->record(e);
     if (r == nullptr) return false;
     const detail::Archetype& a = storage_->archetype(r->archetype);
-    return (a.contains(component_id<Ts>()) && ...);
+    return (a.contains(detail::lookup_id<Ts>()) && ...);
 }
 
 template <class T>
@@ -378,9 +378,8 @@ requires(sizeof...(Ts) > 0) [[gnu::always_inline]] inline auto World::get(Entity
 
 template <class T>
 [[gnu::always_inline]] inline const T* World::try_get(Entity e) const noexcept {
-    // component_id can only throw on a type_conflict at first registration; a type that
-    // reaches a world's table is registered, so an unregistered type simply isn't there.
-    return detail::lookup<const T>(*storage_, e, component_id<T>());
+    // A type that cannot be registered (type_conflict) is in no table: not there.
+    return detail::lookup<const T>(*storage_, e, detail::lookup_id<T>());
 }
 
 template <class T>
