@@ -441,6 +441,13 @@ void Storage::grow(Archetype& a, std::size_t min_capacity) {
             }
             if (c.enabled != nullptr) std::memcpy(f.enabled, c.enabled, a.size);
         }
+        if (f.changed != nullptr) {
+            // The bounds of the rows kept, and nothing changed in the blocks past them.
+            std::uint64_t* const bounds = f.changed + cap;
+            const std::size_t kept = c.changed != nullptr ? tick_blocks(a.size) : 0;
+            if (kept != 0) std::memcpy(bounds, c.changed_max, kept * sizeof(std::uint64_t));
+            std::fill(bounds + kept, bounds + tick_blocks(cap), std::uint64_t{0});
+        }
         deallocate(c.data, old_cap * c.size,
                    std::max<std::size_t>(column_alignment, c.info->alignment));
         deallocate(c.added, old_cap * sizeof(std::uint64_t), column_alignment);
@@ -449,13 +456,6 @@ void Storage::grow(Archetype& a, std::size_t min_capacity) {
         c.data = f.data;
         components_[c.id.value].columns[a.index] = f.data;
         c.added = f.added;
-        if (f.changed != nullptr) {
-            // The bounds of the rows kept, and nothing changed in the blocks past them.
-            std::uint64_t* const bounds = f.changed + cap;
-            const std::size_t kept = c.changed != nullptr ? tick_blocks(a.size) : 0;
-            if (kept != 0) std::memcpy(bounds, c.changed_max, kept * sizeof(std::uint64_t));
-            std::fill(bounds + kept, bounds + tick_blocks(cap), std::uint64_t{0});
-        }
         c.changed = f.changed;
         c.changed_max = f.changed != nullptr ? f.changed + cap : nullptr;
         c.enabled = f.enabled;
