@@ -27,9 +27,10 @@
 // pass: a straight loop over a copy of the steps ordered by depth, then table and row, so that it
 // reads the columns nearly in address order, where the depth-first order jumps between rows), or
 // marks the steps of the rows whose LocalTransform or WorldTransform changed tick moved in a
-// bitmap over the steps and computes the ranges of their subtrees (in depth-first order, where
-// each is contiguous); (3) records the tick and advances it. Every walk uses an explicit stack
-// kept in the state.
+// bitmap over the steps (reading only the tick blocks whose bound, Column::changed_max, moved),
+// lists the steps of their subtrees (in depth-first order, where each is contiguous) and
+// computes the list in one loop; (3) records the tick and advances it. Every walk uses an
+// explicit stack kept in the state.
 #include <tessera/transform.hpp>
 
 #include <tessera/detail/storage.hpp>
