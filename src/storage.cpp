@@ -52,7 +52,7 @@ inline void move_value(const Column& c, std::byte* d, std::byte* s) noexcept {
 // Folds a column's whole-chunk stamp into its rows, so a row with an older tick can enter.
 void settle(Column& c, std::uint32_t rows) noexcept {
     for (std::uint32_t i = 0; i < rows; ++i) c.changed[i] = c.changed_at(i);
-    for (std::size_t b = 0; b < tick_blocks(rows); ++b) c.raise_block(b, c.stamped);
+    c.raise_blocks(0, rows, c.stamped);
     c.stamped = 0;
 }
 
@@ -496,19 +496,13 @@ void Storage::reserve_spawn(Archetype& a, std::size_t n) {
 void Storage::stamp_row_added(RowSlot slot) noexcept {
     if (!slot.archetype->tracked) return;
     for (Column& c : slot.archetype->columns) {
-        if (c.changed != nullptr) {
-            c.added[slot.row] = tick_;
-            c.set_changed(slot.row, tick_);
-        }
+        if (c.changed != nullptr) c.set_added(slot.row, tick_);
     }
 }
 
 void Storage::stamp_added(RowSlot slot, std::int32_t column) noexcept {
     Column& c = slot.archetype->columns[static_cast<std::uint32_t>(column)];
-    if (c.changed != nullptr) {
-        c.added[slot.row] = tick_;
-        c.set_changed(slot.row, tick_);
-    }
+    if (c.changed != nullptr) c.set_added(slot.row, tick_);
 }
 
 void Storage::init_row(RowSlot slot) noexcept {
@@ -533,8 +527,7 @@ std::span<const Entity> Storage::commit_spawn_many(Archetype& a, std::size_t n) 
         if (c.changed != nullptr) {
             std::fill_n(c.added + first, n, tick_);
             std::fill_n(c.changed + first, n, tick_);
-            for (std::size_t b = first / tick_block; b < tick_blocks(first + n); ++b)
-                c.raise_block(b, tick_);
+            c.raise_blocks(first, first + n, tick_);
         }
     }
     a.size += static_cast<std::uint32_t>(n);

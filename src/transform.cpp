@@ -194,27 +194,8 @@ inline bool same_bits(const glm::mat4& a, const glm::mat4& b) noexcept {
 #endif
 }
 
-/// Whether one of the 16 ticks at `lt` or at `wt` is after `since`. `since - t` has its top
-/// bit set exactly when t > since (ticks stay far below 2^63): a branch-free OR over the block.
-inline bool block_changed(const std::uint64_t* lt, const std::uint64_t* wt,
-                          std::uint64_t since) noexcept {
-#if defined(__SSE2__)
-    const __m128i s = _mm_set1_epi64x(static_cast<long long>(since));
-    __m128i any = _mm_setzero_si128();
-    for (int k = 0; k < 16; k += 2) {
-        const __m128i l = _mm_loadu_si128(reinterpret_cast<const __m128i*>(lt + k));
-        const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wt + k));
-        any = _mm_or_si128(any, _mm_or_si128(_mm_sub_epi64(s, l), _mm_sub_epi64(s, w)));
-    }
-    return _mm_movemask_pd(_mm_castsi128_pd(any)) != 0;
-#else
-    std::uint64_t any = 0;
-    for (int k = 0; k < 16; ++k) any |= (since - lt[k]) | (since - wt[k]);
-    return (any >> 63) != 0;
-#endif
-}
-
-/// Bit r set when `t[r]` is after `since`, for the `n` (at most 16) ticks at `t`.
+/// Bit r set when `t[r]` is after `since`, for the `n` (at most 16) ticks at `t`. `since - t`
+/// has its top bit set exactly when t > since (ticks stay far below 2^63).
 inline std::uint32_t newer_mask(const std::uint64_t* t, std::uint32_t n,
                                 std::uint64_t since) noexcept {
     std::uint32_t mask = 0;
@@ -553,8 +534,8 @@ private:
         if (written != 0 && !observed_) {
             // A full pass writes most rows: raise every block bound rather than one per write.
             for (const PlanTable& t : st_.tables) {
-                if (t.changed_max == nullptr) continue;
-                std::fill_n(t.changed_max, tick_blocks(t.size), tick_);
+                for (std::size_t b = 0; t.changed_max != nullptr && b < tick_blocks(t.size); ++b)
+                    raise_bound(t.changed_max[b], tick_);
             }
         }
         return written;
@@ -594,10 +575,7 @@ private:
             }
             *s.world = m;
             *s.changed = tick;
-            if constexpr (listed) {
-                std::uint64_t& bound = *st_.step_bound[index[k]];
-                if (bound < tick) bound = tick;
-            }
+            if constexpr (listed) raise_bound(*st_.step_bound[index[k]], tick);
         }
         return written;
     }

@@ -53,6 +53,14 @@ constexpr std::size_t changed_words(std::size_t capacity) noexcept {
     return capacity + tick_blocks(capacity);
 }
 
+/// Raises a block bound (`Column::changed_max`) to `tick`. par_each workers may raise one bound
+/// at once, all with the same tick (writers of one component never run concurrently with
+/// different ticks): relaxed atomics make that a plain load and store.
+inline void raise_bound(std::uint64_t& bound, std::uint64_t tick) noexcept {
+    std::atomic_ref<std::uint64_t> b(bound);
+    if (b.load(std::memory_order_relaxed) < tick) b.store(tick, std::memory_order_relaxed);
+}
+
 /// One component's values in an archetype (the hooks a row move needs are copied here from the
 /// `ComponentInfo`).
 struct Column {
@@ -93,15 +101,18 @@ struct Column {
     /// Sets `row`'s changed tick (tick arrays must exist).
     void set_changed(std::uint32_t row, std::uint64_t tick) const noexcept {
         changed[row] = tick;
-        raise_block(row / tick_block, tick);
+        raise_bound(changed_max[row / tick_block], tick);
     }
-    /// Raises block `b`'s bound to `tick`. par_each workers may raise one block at once, all
-    /// with the same tick (writers of one component never run concurrently with different
-    /// ticks): relaxed atomics make that a plain load and store.
-    void raise_block(std::size_t b, std::uint64_t tick) const noexcept {
-        std::atomic_ref<std::uint64_t> bound(changed_max[b]);
-        if (bound.load(std::memory_order_relaxed) < tick)
-            bound.store(tick, std::memory_order_relaxed);
+    /// Sets `row`'s added and changed ticks: a new value (tick arrays must exist).
+    void set_added(std::uint32_t row, std::uint64_t tick) const noexcept {
+        added[row] = tick;
+        set_changed(row, tick);
+    }
+    /// Raises the bounds of the blocks holding rows [first, last) to `tick` (after their ticks
+    /// were written in bulk).
+    void raise_blocks(std::size_t first, std::size_t last, std::uint64_t tick) const noexcept {
+        for (std::size_t b = first / tick_block; b < tick_blocks(last); ++b)
+            raise_bound(changed_max[b], tick);
     }
     /// Sets the bounds of the blocks of rows [0, rows) from the rows' ticks (after the row
     /// ticks were written in bulk).
