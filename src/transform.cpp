@@ -28,8 +28,8 @@
 // reads the columns nearly in address order, where the depth-first order jumps between rows), or
 // marks the steps of the rows whose LocalTransform or WorldTransform changed tick moved in a
 // bitmap over the steps (reading only the tick blocks whose bound, Column::changed_max, moved),
-// lists the steps of their subtrees (in depth-first order, where each is contiguous) and
-// computes the list in one loop; (3) records the tick and advances it. Every walk uses an
+// lists the outermost of them (each one's subtree is a contiguous range of the depth-first plan)
+// and computes those ranges in one loop; (3) records the tick and advances it. Every walk uses an
 // explicit stack kept in the state.
 #include <tessera/transform.hpp>
 
@@ -163,7 +163,7 @@ struct TransformState {
     std::pmr::vector<std::uint32_t> roots;  ///< entity indices without a first parent
     std::pmr::vector<Frame> stack;
     std::pmr::vector<std::uint64_t> dirty;   ///< a bit per step: compute its subtree
-    std::pmr::vector<std::uint32_t> work;    ///< the steps an incremental pass computes
+    std::pmr::vector<std::uint32_t> work;    ///< the subtrees an incremental pass computes
     std::pmr::vector<std::uint64_t> forced;  ///< a bit per step: its WorldTransform was just added
     std::pmr::vector<glm::mat4> spare;       ///< world matrices of entities without WorldTransform
     std::pmr::vector<Entity> missing;        ///< entities given a WorldTransform this call
@@ -529,8 +529,15 @@ private:
 
     /// Computes every step, in level order.
     std::size_t compute_all() {
-        const std::size_t written = compute<false>(st_.level.data(), st_.level_step.data(),
-                                                   static_cast<std::uint32_t>(st_.level.size()));
+        const std::uint64_t* const forced = any_forced_ ? st_.forced.data() : nullptr;
+        const PlanStep* const steps = st_.level.data();
+        const std::uint32_t* const index = st_.level_step.data();
+        const auto count = static_cast<std::uint32_t>(st_.level.size());
+        std::size_t written = 0;
+        for (std::uint32_t k = 0; k < count; ++k) {
+            if (k + prefetch_distance < count) prefetch(steps[k + prefetch_distance]);
+            written += compute<false>(steps[k], index[k], forced) ? 1 : 0;
+        }
         if (written != 0 && !observed_) {
             // A full pass writes most rows: raise every block bound rather than one per write.
             for (const PlanTable& t : st_.tables) {
@@ -541,43 +548,31 @@ private:
         return written;
     }
 
-    /// Computes `count` steps in order (each one's parent is computed or current); returns the
-    /// number of WorldTransforms written. The k-th is `steps[k]`, step number `index[k]`; or, when
-    /// `listed`, `steps[index[k]]` (whose writes then raise their block bounds one by one).
-    template <bool listed>
-    std::size_t compute(const PlanStep* const steps, const std::uint32_t* const index,
-                        const std::uint32_t count) {
-        const std::uint64_t* const forced = any_forced_ ? st_.forced.data() : nullptr;
-        const bool observed = observed_;
-        const std::uint64_t tick = tick_;
-        std::size_t written = 0;
-        for (std::uint32_t k = 0; k < count; ++k) {
-            const PlanStep& s = steps[listed ? index[k] : k];
-            if (k + prefetch_distance < count) {
-                // The rows of a subtree pass are scattered: fetch ahead.
-                const std::uint32_t a = k + prefetch_distance;
-                const PlanStep& ahead = steps[listed ? index[a] : a];
-                __builtin_prefetch(ahead.local);
-                __builtin_prefetch(ahead.world, 1);
-                __builtin_prefetch(ahead.changed, 1);
-            }
-            const glm::mat4 m = s.parent == nullptr ? *s.local : *s.parent * *s.local;
-            if (same_bits(*s.world, m) && (forced == nullptr || !test_bit(forced, index[k])))
-                continue;
-            if (s.changed == nullptr) [[unlikely]] {
-                *s.world = m;  // a spare: its WorldTransform is yet to be added
-                continue;
-            }
-            ++written;
-            if (observed) [[unlikely]] {
-                world_.set(st_.step_entity[index[k]], WorldTransform{m});  // fires on_set
-                continue;
-            }
-            *s.world = m;
-            *s.changed = tick;
-            if constexpr (listed) raise_bound(*st_.step_bound[index[k]], tick);
+    /// Fetches the rows step `s` reads and writes.
+    static void prefetch(const PlanStep& s) noexcept {
+        __builtin_prefetch(s.local);
+        __builtin_prefetch(s.world, 1);
+        __builtin_prefetch(s.changed, 1);
+    }
+
+    /// Computes step `s`, number `i` (its parent's world matrix is computed or current); returns
+    /// whether it wrote a WorldTransform. A `subtree` pass raises the block bound of each write.
+    template <bool subtree>
+    bool compute(const PlanStep& s, std::uint32_t i, const std::uint64_t* forced) {
+        const glm::mat4 m = s.parent == nullptr ? *s.local : *s.parent * *s.local;
+        if (same_bits(*s.world, m) && (forced == nullptr || !test_bit(forced, i))) return false;
+        if (s.changed == nullptr) [[unlikely]] {
+            *s.world = m;  // a spare: its WorldTransform is yet to be added
+            return false;
         }
-        return written;
+        if (observed_) [[unlikely]] {
+            world_.set(st_.step_entity[i], WorldTransform{m});  // fires on_set
+            return true;
+        }
+        *s.world = m;
+        *s.changed = tick_;
+        if constexpr (subtree) raise_bound(*st_.step_bound[i], tick_);
+        return true;
     }
 
     /// Marks (in `dirty`) the steps of the rows whose LocalTransform or WorldTransform changed
@@ -640,22 +635,42 @@ private:
     }
 
     /// Computes the subtree of every dirty step not inside an earlier one's, in plan order:
-    /// lists their steps in `work`, then computes the list in one loop (so that it fetches ahead
-    /// across subtrees, most of which are a step or two).
+    /// lists the first step of each in `work`, then computes their ranges in one loop that
+    /// fetches ahead across subtrees (most of them are a step or two).
     void run_incremental() {
         const std::uint64_t* const bits = st_.dirty.data();
         const std::uint32_t* const step_end = st_.step_end.data();
         std::uint32_t* const work = st_.work.data();
         std::uint32_t count = 0;
-        std::uint32_t covered = 0;  // steps below this are listed
+        std::uint32_t covered = 0;  // steps below this are in a listed subtree
         for (std::size_t w = 0; w < st_.dirty.size(); ++w) {
             for (std::uint64_t b = bits[w]; b != 0; b &= b - 1) {
-                auto i = static_cast<std::uint32_t>(w * 64 + std::countr_zero(b));
+                const auto i = static_cast<std::uint32_t>(w * 64 + std::countr_zero(b));
                 if (i < covered) continue;
-                for (covered = step_end[i]; i < covered; ++i) work[count++] = i;
+                work[count++] = i;
+                covered = step_end[i];
             }
         }
-        written_ += compute<true>(st_.steps.data(), work, count);
+        if (count == 0) return;
+        const std::uint64_t* const forced = any_forced_ ? st_.forced.data() : nullptr;
+        const PlanStep* const steps = st_.steps.data();
+        // A cursor `prefetch_distance` steps ahead: step `ahead` of subtree `next`.
+        std::uint32_t next = 0;
+        std::uint32_t ahead = work[0];
+        auto advance = [&] {
+            if (next == count) return;
+            prefetch(steps[ahead]);
+            if (++ahead == step_end[work[next]] && ++next < count) ahead = work[next];
+        };
+        for (std::uint32_t d = 0; d < prefetch_distance; ++d) advance();
+        std::size_t written = 0;
+        for (std::uint32_t r = 0; r < count; ++r) {
+            for (std::uint32_t i = work[r], end = step_end[i]; i < end; ++i) {
+                advance();
+                written += compute<true>(steps[i], i, forced) ? 1 : 0;
+            }
+        }
+        written_ += written;
     }
 
     World& world_;
