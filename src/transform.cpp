@@ -3,11 +3,12 @@
 // The per-world state (a hidden resource, `TransformState`) keeps the tick of the previous call
 // and a *plan*: every entity with a LocalTransform once, in depth-first pre-order of the
 // first-parent hierarchy, so parents come before their children and every subtree is one
-// contiguous range of the plan. Each `PlanStep` (32 bytes) points straight into the table
+// contiguous range of the plan. Each step (`TreeStep`, 40 bytes) points straight into the table
 // columns: the entity's LocalTransform, its WorldTransform (or a `spare` matrix while its
-// addition is queued), its WorldTransform changed tick, and the world matrix of its nearest
-// ancestor with a LocalTransform (null: the identity). Entities without a LocalTransform are not
-// steps: their parent's matrix passes through to their children's steps. Beside the steps:
+// addition is queued), its WorldTransform changed tick and that tick's block bound, and the
+// world matrix of its nearest ancestor with a LocalTransform (null: the identity). Entities
+// without a LocalTransform are not steps: their parent's matrix passes through to their
+// children's steps. Beside the steps:
 //   - `step_end[i]`: the end of step i's subtree (its range is [i, step_end[i]));
 //   - `step_entity[i]`: step i's entity (for World::set when WorldTransform is observed);
 //   - `tables`: the tables with a LocalTransform the plan was built from (index, size,
@@ -47,6 +48,7 @@
 #include <limits>
 #include <memory_resource>
 #include <span>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -67,6 +69,13 @@ struct PlanStep {
     glm::mat4* world = nullptr;         ///< its WorldTransform, or a spare matrix
     const glm::mat4* parent = nullptr;  ///< nearest ancestor's world matrix; null = identity
     std::uint64_t* changed = nullptr;   ///< WorldTransform's changed tick; null for a spare
+};
+
+/// A step of the depth-first plan, which incremental passes compute: each write also raises
+/// `*bound`, its block bound of WorldTransform changed ticks (`Column::changed_max`; null for a
+/// spare). The full pass's copy leaves it out (it raises every bound once).
+struct TreeStep : PlanStep {
+    std::uint64_t* bound = nullptr;
 };
 
 /// A table with a LocalTransform as the plan saw it.
@@ -104,7 +113,6 @@ struct TransformState {
           steps(s.resource()),
           step_end(s.resource()),
           step_entity(s.resource()),
-          step_bound(s.resource()),
           step_depth(s.resource()),
           level(s.resource()),
           level_step(s.resource()),
@@ -143,12 +151,9 @@ struct TransformState {
     std::uint64_t layout = 0;  ///< Storage::layout_epoch the plan was built in
     QueryState with_local;
     QueryState local_without_world;
-    std::pmr::vector<PlanStep> steps;
+    std::pmr::vector<TreeStep> steps;
     std::pmr::vector<std::uint32_t> step_end;
     std::pmr::vector<Entity> step_entity;
-    /// Step i's block bound of WorldTransform changed ticks (`Column::changed_max`; null for a
-    /// spare): an incremental pass raises it for each step it writes.
-    std::pmr::vector<std::uint64_t*> step_bound;
     std::pmr::vector<std::uint32_t> step_depth;  ///< ancestors with a step (while building)
     /// The steps again, ordered for a full pass: by depth (parents before children), then in
     /// table and row order, so a full pass reads the columns nearly in address order (the
@@ -338,7 +343,6 @@ private:
         st_.steps.resize(n);
         st_.step_end.resize(n);
         st_.step_entity.resize(n);
-        st_.step_bound.resize(n);
         st_.step_depth.resize(n);
         st_.level.resize(n);
         st_.level_step.resize(n);
@@ -432,11 +436,10 @@ private:
     void emit_steps() {
         PlanNode* const nodes = st_.nodes.data();
         const PlanTable* const tables = st_.tables.data();
-        PlanStep* const steps = st_.steps.data();
+        TreeStep* const steps = st_.steps.data();
         std::uint32_t* const step_end = st_.step_end.data();
         Entity* const step_entity = st_.step_entity.data();
         std::uint32_t* const step_depth = st_.step_depth.data();
-        std::uint64_t** const step_bound = st_.step_bound.data();
         std::uint32_t* const row_step = st_.row_step.data();
         std::uint64_t* const dirty = st_.dirty.data();
         glm::mat4* spare = st_.spare.data();
@@ -453,11 +456,12 @@ private:
                 const PlanTable& t = tables[node.table];
                 const std::uint32_t row = node.row;
                 const Entity e = t.entities[row];
-                PlanStep& s = steps[n];
+                TreeStep& s = steps[n];
                 s.local = &t.local[row].matrix;
                 s.parent = parent;
                 s.world = t.world != nullptr ? &t.world[row].matrix : spare++;
                 s.changed = t.world != nullptr ? t.changed + row : nullptr;
+                s.bound = t.world != nullptr ? t.changed_max + row / tick_block : nullptr;
                 if (node.stepped != e || node.base != base || s.changed == nullptr) {
                     set_bit(dirty, n);
                     ++moved;
@@ -465,7 +469,6 @@ private:
                 node.stepped = e;
                 node.base = base;
                 step_entity[n] = e;
-                step_bound[n] = t.world != nullptr ? t.changed_max + row / tick_block : nullptr;
                 step_depth[n] = depth;
                 ++f.depth;
                 row_step[t.first + row] = n;
@@ -507,7 +510,7 @@ private:
         for (std::uint32_t r = 0; r < rows; ++r) {
             const std::uint32_t i = st_.row_step[r];
             const std::uint32_t k = start[st_.step_depth[i]]++;
-            st_.level[k] = st_.steps[i];
+            st_.level[k] = static_cast<const PlanStep&>(st_.steps[i]);
             st_.level_step[k] = i;
         }
     }
@@ -536,7 +539,7 @@ private:
         std::size_t written = 0;
         for (std::uint32_t k = 0; k < count; ++k) {
             if (k + prefetch_distance < count) prefetch(steps[k + prefetch_distance]);
-            written += compute<false>(steps[k], index[k], forced) ? 1 : 0;
+            written += compute(steps[k], index[k], forced) ? 1 : 0;
         }
         if (written != 0 && !observed_) {
             // A full pass writes most rows: raise every block bound rather than one per write.
@@ -548,17 +551,21 @@ private:
         return written;
     }
 
-    /// Fetches the rows step `s` reads and writes.
+    /// Fetches what step `s` reads and writes.
     static void prefetch(const PlanStep& s) noexcept {
         __builtin_prefetch(s.local);
         __builtin_prefetch(s.world, 1);
         __builtin_prefetch(s.changed, 1);
     }
+    static void prefetch(const TreeStep& s) noexcept {
+        prefetch(static_cast<const PlanStep&>(s));
+        __builtin_prefetch(s.bound, 1);
+    }
 
     /// Computes step `s`, number `i` (its parent's world matrix is computed or current); returns
-    /// whether it wrote a WorldTransform. A `subtree` pass raises the block bound of each write.
-    template <bool subtree>
-    bool compute(const PlanStep& s, std::uint32_t i, const std::uint64_t* forced) {
+    /// whether it wrote a WorldTransform. A TreeStep's write raises its block bound.
+    template <class Step>
+    bool compute(const Step& s, std::uint32_t i, const std::uint64_t* forced) {
         const glm::mat4 m = s.parent == nullptr ? *s.local : *s.parent * *s.local;
         if (same_bits(*s.world, m) && (forced == nullptr || !test_bit(forced, i))) return false;
         if (s.changed == nullptr) [[unlikely]] {
@@ -571,7 +578,7 @@ private:
         }
         *s.world = m;
         *s.changed = tick_;
-        if constexpr (subtree) raise_bound(*st_.step_bound[i], tick_);
+        if constexpr (std::is_same_v<Step, TreeStep>) raise_bound(*s.bound, tick_);
         return true;
     }
 
@@ -653,7 +660,7 @@ private:
         }
         if (count == 0) return;
         const std::uint64_t* const forced = any_forced_ ? st_.forced.data() : nullptr;
-        const PlanStep* const steps = st_.steps.data();
+        const TreeStep* const steps = st_.steps.data();
         // A cursor `prefetch_distance` steps ahead: step `ahead` of subtree `next`.
         std::uint32_t next = 0;
         std::uint32_t ahead = work[0];
@@ -667,7 +674,7 @@ private:
         for (std::uint32_t r = 0; r < count; ++r) {
             for (std::uint32_t i = work[r], end = step_end[i]; i < end; ++i) {
                 advance();
-                written += compute<true>(steps[i], i, forced) ? 1 : 0;
+                written += compute(steps[i], i, forced) ? 1 : 0;
             }
         }
         written_ += written;
