@@ -46,6 +46,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <memory_resource>
 #include <span>
 #include <type_traits>
@@ -76,6 +77,12 @@ struct PlanStep {
 /// spare). The full pass's copy leaves it out (it raises every bound once).
 struct TreeStep : PlanStep {
     std::uint64_t* bound = nullptr;
+};
+
+/// The world matrix of an entity whose WorldTransform is yet to be added, aligned as a column
+/// row is (compute assumes it).
+struct alignas(64) SpareMatrix {
+    glm::mat4 matrix;
 };
 
 /// A table with a LocalTransform as the plan saw it.
@@ -114,6 +121,7 @@ struct TransformState {
           step_end(s.resource()),
           step_entity(s.resource()),
           step_depth(s.resource()),
+          row_parent(s.resource()),
           level(s.resource()),
           level_step(s.resource()),
           depth_start(s.resource()),
@@ -136,10 +144,11 @@ struct TransformState {
     struct Frame {
         std::uint32_t node;
         std::uint32_t next_child;
-        std::uint32_t step;     ///< its step, or none
-        Entity base_entity;     ///< the entity of the step its children multiply (or null)
-        const glm::mat4* base;  ///< that step's world matrix (null: the identity)
-        std::uint32_t depth;    ///< steps on the path from its root, its own included
+        std::uint32_t step;      ///< its step, or none
+        Entity base_entity;      ///< the entity of the step its children multiply (or null)
+        const glm::mat4* base;   ///< that step's world matrix (null: the identity)
+        std::uint32_t depth;     ///< steps on the path from its root, its own included
+        std::uint32_t base_row;  ///< that step's row in `row_parent`'s order (none: no step)
     };
 
     bool primed = false;  ///< a call has completed
@@ -155,9 +164,18 @@ struct TransformState {
     std::pmr::vector<std::uint32_t> step_end;
     std::pmr::vector<Entity> step_entity;
     std::pmr::vector<std::uint32_t> step_depth;  ///< ancestors with a step (while building)
-    /// The steps again, ordered for a full pass: by depth (parents before children), then in
-    /// table and row order, so a full pass reads the columns nearly in address order (the
-    /// depth-first order jumps between rows); `level_step[k]` is `level[k]`'s step.
+    /// Per row of `tables` (in table order), its step's parent matrix (null: the identity).
+    std::pmr::vector<const glm::mat4*> row_parent;
+    /// Every row's parent step is an earlier row and every table has a WorldTransform: a full
+    /// pass can read the columns themselves in table and row order (as when parents are spawned
+    /// before their children).
+    bool row_ordered = false;
+    /// Otherwise (or when a full pass needs step numbers: forced steps, observed writes) the
+    /// steps again, ordered for a full pass: by depth (parents before children), then in table
+    /// and row order, so a full pass reads the columns nearly in address order (the depth-first
+    /// order jumps between rows); `level_step[k]` is `level[k]`'s step. Filled on first use
+    /// after a build (`levels_ready`).
+    bool levels_ready = false;
     std::pmr::vector<PlanStep> level;
     std::pmr::vector<std::uint32_t> level_step;
     std::pmr::vector<std::uint32_t> depth_start;
@@ -170,7 +188,7 @@ struct TransformState {
     std::pmr::vector<std::uint64_t> dirty;   ///< a bit per step: compute its subtree
     std::pmr::vector<std::uint32_t> work;    ///< the subtrees an incremental pass computes
     std::pmr::vector<std::uint64_t> forced;  ///< a bit per step: its WorldTransform was just added
-    std::pmr::vector<glm::mat4> spare;       ///< world matrices of entities without WorldTransform
+    std::pmr::vector<SpareMatrix> spare;     ///< world matrices of entities without WorldTransform
     std::pmr::vector<Entity> missing;        ///< entities given a WorldTransform this call
 };
 
@@ -267,6 +285,7 @@ public:
             build_plan();  // marks the steps whose parent changed
         }
         mark_forced();
+        general_ = forced_ != nullptr || observed_ || !st_.spare.empty();
         if (resumed || !st_.primed || st_.mode == PropagationMode::full || !collect_dirty())
             written_ = compute_all();
         else
@@ -344,8 +363,7 @@ private:
         st_.step_end.resize(n);
         st_.step_entity.resize(n);
         st_.step_depth.resize(n);
-        st_.level.resize(n);
-        st_.level_step.resize(n);
+        st_.row_parent.resize(n);
         st_.row_step.resize(n);
         st_.work.resize(n);
         st_.dirty.assign((std::size_t{n} + 63) / 64, 0);
@@ -356,7 +374,7 @@ private:
         st_.spare.resize(spares);  // before any step points into it
         link_nodes();
         emit_steps();
-        order_levels();
+        st_.levels_ready = false;
         st_.layout = s_.layout_epoch();
         st_.planned = true;
     }
@@ -441,27 +459,35 @@ private:
         Entity* const step_entity = st_.step_entity.data();
         std::uint32_t* const step_depth = st_.step_depth.data();
         std::uint32_t* const row_step = st_.row_step.data();
+        const glm::mat4** const row_parent = st_.row_parent.data();
         std::uint64_t* const dirty = st_.dirty.data();
-        glm::mat4* spare = st_.spare.data();
+        SpareMatrix* spare = st_.spare.data();
         std::pmr::vector<TransformState::Frame>& stack = st_.stack;
         std::uint32_t n = 0;
         std::size_t moved = 0;
+        bool ordered = true;
         // Emits node `x`'s step, if it has one (`base` is the entity of its nearest ancestor
-        // with a step, `parent` that one's world matrix), and pushes its frame.
-        auto visit = [&](std::uint32_t x, Entity base, const glm::mat4* parent,
-                         std::uint32_t depth) {
+        // with a step, `parent` that one's world matrix, `base_row` its row), and pushes its
+        // frame.
+        auto visit = [&](std::uint32_t x, Entity base, const glm::mat4* parent, std::uint32_t depth,
+                         std::uint32_t base_row) {
             PlanNode& node = nodes[x];
-            TransformState::Frame f{x, node.first_child, none, base, parent, depth};
+            TransformState::Frame f{x, node.first_child, none, base, parent, depth, base_row};
             if (node.table != none) {
                 const PlanTable& t = tables[node.table];
                 const std::uint32_t row = node.row;
+                const std::uint32_t at = t.first + row;
+                ordered = ordered && t.world != nullptr && (base_row == none || base_row < at);
                 const Entity e = t.entities[row];
                 TreeStep& s = steps[n];
                 s.local = &t.local[row].matrix;
                 s.parent = parent;
-                s.world = t.world != nullptr ? &t.world[row].matrix : spare++;
+                s.world = t.world != nullptr ? &t.world[row].matrix : &(spare++)->matrix;
                 s.changed = t.world != nullptr ? t.changed + row : nullptr;
                 s.bound = t.world != nullptr ? t.changed_max + row / tick_block : nullptr;
+                // compute assumes this (the parent is another step's world).
+                assert(reinterpret_cast<std::uintptr_t>(s.local) % 64 == 0 &&
+                       reinterpret_cast<std::uintptr_t>(s.world) % 64 == 0);
                 if (node.stepped != e || node.base != base || s.changed == nullptr) {
                     set_bit(dirty, n);
                     ++moved;
@@ -471,7 +497,9 @@ private:
                 step_entity[n] = e;
                 step_depth[n] = depth;
                 ++f.depth;
-                row_step[t.first + row] = n;
+                row_step[at] = n;
+                row_parent[at] = parent;
+                f.base_row = at;
                 f.step = n++;
                 f.base_entity = e;
                 f.base = s.world;
@@ -479,7 +507,7 @@ private:
             stack.push_back(f);
         };
         for (std::size_t r = st_.roots.size(); r-- > 0;) {
-            visit(st_.roots[r], Entity::null(), nullptr, 0);
+            visit(st_.roots[r], Entity::null(), nullptr, 0, none);
             while (!stack.empty()) {
                 TransformState::Frame& f = stack.back();
                 const std::uint32_t c = f.next_child;
@@ -489,15 +517,19 @@ private:
                     continue;
                 }
                 f.next_child = nodes[c].next;
-                visit(c, f.base_entity, f.base, f.depth);  // may reallocate `stack`
+                visit(c, f.base_entity, f.base, f.depth, f.base_row);  // may reallocate `stack`
             }
         }
         assert(n == st_.steps.size() && spare == st_.spare.data() + st_.spare.size());
         moved_ = moved;
+        st_.row_ordered = ordered;
     }
 
     /// Fills `level`: the rows in table order, sorted stably by depth (a counting sort).
     void order_levels() {
+        if (st_.levels_ready) return;
+        st_.level.resize(st_.steps.size());
+        st_.level_step.resize(st_.steps.size());
         std::pmr::vector<std::uint32_t>& start = st_.depth_start;
         start.clear();
         for (const std::uint32_t d : st_.step_depth) {
@@ -513,6 +545,7 @@ private:
             st_.level[k] = static_cast<const PlanStep&>(st_.steps[i]);
             st_.level_step[k] = i;
         }
+        st_.levels_ready = true;
     }
 
     // ---- phase 2: computing ----
@@ -524,22 +557,29 @@ private:
             if (!world_.is_alive(e) || !world_.has<WorldTransform>(e)) continue;
             const PlanNode& node = st_.nodes[e.index];
             if (node.seen != ep_ || node.table == none) continue;
-            if (!any_forced_) std::fill(st_.forced.begin(), st_.forced.end(), 0);
-            any_forced_ = true;
+            if (forced_ == nullptr) std::fill(st_.forced.begin(), st_.forced.end(), 0);
+            forced_ = st_.forced.data();
             set_bit(st_.forced.data(), st_.row_step[st_.tables[node.table].first + node.row]);
         }
     }
 
-    /// Computes every step, in level order.
+    /// Computes every step: in table and row order when that puts parents first (reading the
+    /// columns as they lie, like a plain loop over arrays), else in level order.
     std::size_t compute_all() {
-        const std::uint64_t* const forced = any_forced_ ? st_.forced.data() : nullptr;
-        const PlanStep* const steps = st_.level.data();
-        const std::uint32_t* const index = st_.level_step.data();
-        const auto count = static_cast<std::uint32_t>(st_.level.size());
         std::size_t written = 0;
-        for (std::uint32_t k = 0; k < count; ++k) {
-            if (k + prefetch_distance < count) prefetch(steps[k + prefetch_distance]);
-            written += compute(steps[k], index[k], forced) ? 1 : 0;
+        if (st_.row_ordered && !general_) {
+            const glm::mat4* const* parent = st_.row_parent.data();
+            for (const PlanTable& t : st_.tables) {
+                for (std::uint32_t row = 0; row < t.size; ++row) {
+                    const PlanStep s{&t.local[row].matrix, &t.world[row].matrix, parent[row],
+                                     t.changed + row};
+                    written += compute<false>(s, none) ? 1 : 0;
+                }
+                parent += t.size;
+            }
+        } else {
+            order_levels();
+            written = general_ ? compute_levels<true>() : compute_levels<false>();
         }
         if (written != 0 && !observed_) {
             // A full pass writes most rows: raise every block bound rather than one per write.
@@ -551,32 +591,50 @@ private:
         return written;
     }
 
-    /// Fetches what step `s` reads and writes.
+    template <bool General>
+    std::size_t compute_levels() {
+        const PlanStep* const steps = st_.level.data();
+        const std::uint32_t* const index = st_.level_step.data();
+        const auto count = static_cast<std::uint32_t>(st_.level.size());
+        std::size_t written = 0;
+        for (std::uint32_t k = 0; k < count; ++k) {
+            if (k + prefetch_distance < count) prefetch(steps[k + prefetch_distance]);
+            written += compute<General>(steps[k], index[k]) ? 1 : 0;
+        }
+        return written;
+    }
+
+    /// Fetches the matrices step `s` reads and writes. (Its changed tick is only written, and
+    /// neighbouring steps share the lines of ticks and bounds.)
     static void prefetch(const PlanStep& s) noexcept {
         __builtin_prefetch(s.local);
         __builtin_prefetch(s.world, 1);
-        __builtin_prefetch(s.changed, 1);
-    }
-    static void prefetch(const TreeStep& s) noexcept {
-        prefetch(static_cast<const PlanStep&>(s));
-        __builtin_prefetch(s.bound, 1);
     }
 
     /// Computes step `s`, number `i` (its parent's world matrix is computed or current); returns
-    /// whether it wrote a WorldTransform. A TreeStep's write raises its block bound.
-    template <class Step>
-    bool compute(const Step& s, std::uint32_t i, const std::uint64_t* forced) {
-        const glm::mat4 m = s.parent == nullptr ? *s.local : *s.parent * *s.local;
-        if (same_bits(*s.world, m) && (forced == nullptr || !test_bit(forced, i))) return false;
-        if (s.changed == nullptr) [[unlikely]] {
-            *s.world = m;  // a spare: its WorldTransform is yet to be added
+    /// whether it wrote a WorldTransform. A TreeStep's write raises its block bound. `General`:
+    /// the step may be forced, a spare, or observed (`general_`); else it is none of them.
+    /// Every matrix a step points to is 64-byte aligned (a column row or a SpareMatrix).
+    template <bool General, class Step>
+    bool compute(const Step& s, std::uint32_t i) {
+        const glm::mat4& local = *std::assume_aligned<64>(s.local);
+        glm::mat4& world = *std::assume_aligned<64>(s.world);
+        const glm::mat4 m =
+            s.parent == nullptr ? local : *std::assume_aligned<64>(s.parent) * local;
+        if constexpr (General) {
+            if (same_bits(world, m) && (forced_ == nullptr || !test_bit(forced_, i))) return false;
+            if (s.changed == nullptr) {
+                world = m;  // a spare: its WorldTransform is yet to be added
+                return false;
+            }
+            if (observed_) {
+                world_.set(st_.step_entity[i], WorldTransform{m});  // fires on_set
+                return true;
+            }
+        } else if (same_bits(world, m)) {
             return false;
         }
-        if (observed_) [[unlikely]] {
-            world_.set(st_.step_entity[i], WorldTransform{m});  // fires on_set
-            return true;
-        }
-        *s.world = m;
+        world = m;
         *s.changed = tick_;
         if constexpr (std::is_same_v<Step, TreeStep>) raise_bound(*s.bound, tick_);
         return true;
@@ -658,8 +716,15 @@ private:
                 covered = step_end[i];
             }
         }
-        if (count == 0) return;
-        const std::uint64_t* const forced = any_forced_ ? st_.forced.data() : nullptr;
+        if (count != 0)
+            written_ += general_ ? compute_ranges<true>(count) : compute_ranges<false>(count);
+    }
+
+    /// Computes the ranges of the first `count` subtrees listed in `work`.
+    template <bool General>
+    std::size_t compute_ranges(std::uint32_t count) {
+        const std::uint32_t* const work = st_.work.data();
+        const std::uint32_t* const step_end = st_.step_end.data();
         const TreeStep* const steps = st_.steps.data();
         // A cursor `prefetch_distance` steps ahead: step `ahead` of subtree `next`.
         std::uint32_t next = 0;
@@ -674,10 +739,10 @@ private:
         for (std::uint32_t r = 0; r < count; ++r) {
             for (std::uint32_t i = work[r], end = step_end[i]; i < end; ++i) {
                 advance();
-                written += compute(steps[i], i, forced) ? 1 : 0;
+                written += compute<General>(steps[i], i) ? 1 : 0;
             }
         }
-        written_ += written;
+        return written;
     }
 
     World& world_;
@@ -689,8 +754,10 @@ private:
     std::uint32_t ep_ = 0;
     std::uint64_t tick_ = 0;
     bool observed_ = false;
-    bool any_forced_ = false;  ///< some step is marked in `forced`
-    std::size_t moved_ = 0;    ///< steps the plan's rebuild marked dirty
+    const std::uint64_t* forced_ = nullptr;  ///< `forced`, when some step is marked in it
+    /// Some step may be forced, a spare or observed: computing takes the general path.
+    bool general_ = false;
+    std::size_t moved_ = 0;  ///< steps the plan's rebuild marked dirty
     std::size_t written_ = 0;
 };
 

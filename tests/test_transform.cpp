@@ -599,15 +599,18 @@ int check_against(ts::World& w, const Model& m, const std::vector<ts::Entity>& e
 /// Builds a random forest of `n` nodes in `w`, checks a first call, then runs `rounds` rounds
 /// of local changes, re-parenting, `despawns` cascading despawns and `spawns` new nodes (which
 /// reuse the freed entity indices), checking the values, the changed ticks and the returned
-/// count after each.
-void random_rounds(ts::World& w, int n, int rounds, unsigned seed, int despawns, int spawns) {
+/// count after each. `parents_first`: spawned parents before children in one archetype (as
+/// games often do; the rows start in a topological order) and the first half of the rounds
+/// only change local values (so the rows stay in that order), else shuffled over three.
+void random_rounds(ts::World& w, int n, int rounds, unsigned seed, int despawns, int spawns,
+                   bool parents_first = false) {
     std::mt19937 rng(seed);
     Model m;
     random_forest(m, n, rng);
     std::vector<int> order(n);
     for (int i = 0; i < n; ++i) order[i] = i;
-    std::shuffle(order.begin(), order.end(), rng);  // no topological spawn order
-    std::vector<ts::Entity> ent = build(w, m, order, true);
+    if (!parents_first) std::shuffle(order.begin(), order.end(), rng);
+    std::vector<ts::Entity> ent = build(w, m, order, !parents_first);
 
     std::size_t with_local = 0;
     for (int i = 0; i < n; ++i) with_local += m.has_local[i] ? 1 : 0;
@@ -622,6 +625,7 @@ void random_rounds(ts::World& w, int n, int rounds, unsigned seed, int despawns,
     for (int round = 0; round < rounds; ++round) {
         const std::vector<bool> had_local = m.has_local;
         n = static_cast<int>(m.parents.size());
+        const bool structural = !parents_first || round >= rounds / 2;
         // Local changes: 1% new values, 0.1% rewritten with the same value, 0.1% removed and
         // 0.1% added.
         for (int i = 0; i < n; ++i) {
@@ -632,6 +636,8 @@ void random_rounds(ts::World& w, int n, int rounds, unsigned seed, int despawns,
                 w.set(ent[i], ts::LocalTransform{m.local[i]});
             } else if (r < 0.011f && m.has_local[i]) {
                 w.set(ent[i], ts::LocalTransform{m.local[i]});
+            } else if (!structural) {
+                continue;
             } else if (r < 0.012f && m.has_local[i]) {
                 m.has_local[i] = false;
                 w.remove<ts::LocalTransform>(ent[i]);
@@ -643,7 +649,7 @@ void random_rounds(ts::World& w, int n, int rounds, unsigned seed, int despawns,
         }
         // Re-parenting: 0.5% of the nodes move under another node (not their descendant),
         // keeping depth <= 64.
-        for (int k = 0; k < n / 200; ++k) {
+        for (int k = 0; structural && k < n / 200; ++k) {
             const int c = static_cast<int>(rng() % n);
             const int p = static_cast<int>(rng() % n);
             if (!m.alive[c] || !m.alive[p] || m.is_ancestor(c, p)) continue;
@@ -665,7 +671,7 @@ void random_rounds(ts::World& w, int n, int rounds, unsigned seed, int despawns,
             if (!m.alive[i]) continue;
             for (int p : m.parents[i]) children[p].push_back(i);
         }
-        for (int k = 0; k < despawns; ++k) {
+        for (int k = 0; structural && k < despawns; ++k) {
             const int d = static_cast<int>(rng() % n);
             if (!m.alive[d]) continue;
             w.despawn(ent[d]);
@@ -687,7 +693,7 @@ void random_rounds(ts::World& w, int n, int rounds, unsigned seed, int despawns,
         }
 
         // New nodes, most with a local transform, under a random live node (or roots).
-        for (int k = 0; k < spawns; ++k) {
+        for (int k = 0; structural && k < spawns; ++k) {
             const int i = static_cast<int>(m.parents.size());
             m.parents.emplace_back();
             m.alive.push_back(true);
@@ -742,6 +748,10 @@ TEST(Transform, RandomForestMatchesTheRecursiveReference) {
 
 TEST_P(TransformRule, SmallRandomForestMatchesTheRecursiveReference) {
     random_rounds(w, 5'000, 8, 1234, 40, 60);
+}
+
+TEST_P(TransformRule, SmallForestSpawnedParentsFirstMatchesTheRecursiveReference) {
+    random_rounds(w, 5'000, 8, 4321, 5, 20, true);
 }
 
 TEST(Transform, ResultDoesNotDependOnSpawnOrderOrArchetypes) {
