@@ -678,8 +678,7 @@ private:
                 std::uint32_t m = 0;
                 if (local) m = newer_mask(lt + first, rows, since);
                 if (world) m |= newer_mask(wt + first, rows, since);
-                dirty += static_cast<std::size_t>(std::popcount(m));
-                for (; m != 0; m &= m - 1)
+                for (; m != 0; m &= m - 1, ++dirty)
                     set_bit(bits,
                             row_step[first + static_cast<std::uint32_t>(std::countr_zero(m))]);
                 return dirty <= limit;
