@@ -122,6 +122,7 @@ struct TransformState {
           step_entity(s.resource()),
           step_depth(s.resource()),
           row_parent(s.resource()),
+          row_fingerprint(s.resource()),
           level(s.resource()),
           level_step(s.resource()),
           depth_start(s.resource()),
@@ -166,6 +167,12 @@ struct TransformState {
     std::pmr::vector<std::uint32_t> step_depth;  ///< ancestors with a step (while building)
     /// Per row of `tables` (in table order), its step's parent matrix (null: the identity).
     std::pmr::vector<const glm::mat4*> row_parent;
+    /// Per row of `tables`, the `fingerprint` of its WorldTransform, valid while `fingerprinted`:
+    /// a row-order full pass sets them, and anything else that may write a WorldTransform
+    /// without them clears the flag (a rebuild, an incremental or level-order pass). Writes by
+    /// anyone else move the row's changed tick past `since` (or stamp its table).
+    std::pmr::vector<std::uint32_t> row_fingerprint;
+    bool fingerprinted = false;
     /// Every row's parent step is an earlier row and every table has a WorldTransform: a full
     /// pass can read the columns themselves in table and row order (as when parents are spawned
     /// before their children).
@@ -214,6 +221,25 @@ inline bool same_bits(const glm::mat4& a, const glm::mat4& b) noexcept {
     std::uint64_t diff = 0;
     for (int i = 0; i < 8; ++i) diff |= x[i] ^ y[i];
     return diff == 0;
+#endif
+}
+
+/// A 32-bit fingerprint of a matrix's bits (their xor, folded): matrices with different
+/// fingerprints differ; equal fingerprints prove nothing.
+inline std::uint32_t fingerprint(const glm::mat4& m) noexcept {
+#if defined(__SSE2__)
+    const auto* x = reinterpret_cast<const __m128i*>(&m);
+    __m128i a = _mm_xor_si128(_mm_xor_si128(_mm_loadu_si128(x), _mm_loadu_si128(x + 1)),
+                              _mm_xor_si128(_mm_loadu_si128(x + 2), _mm_loadu_si128(x + 3)));
+    a = _mm_xor_si128(a, _mm_shuffle_epi32(a, 0x4E));
+    a = _mm_xor_si128(a, _mm_shuffle_epi32(a, 0xB1));
+    return static_cast<std::uint32_t>(_mm_cvtsi128_si32(a));
+#else
+    std::uint32_t v[16];
+    std::memcpy(v, &m, sizeof v);
+    std::uint32_t h = 0;
+    for (const std::uint32_t x : v) h ^= x;
+    return h;
 #endif
 }
 
@@ -364,6 +390,8 @@ private:
         st_.step_entity.resize(n);
         st_.step_depth.resize(n);
         st_.row_parent.resize(n);
+        st_.row_fingerprint.resize(n);
+        st_.fingerprinted = false;
         st_.row_step.resize(n);
         st_.work.resize(n);
         st_.dirty.assign((std::size_t{n} + 63) / 64, 0);
@@ -568,16 +596,9 @@ private:
     std::size_t compute_all() {
         std::size_t written = 0;
         if (st_.row_ordered && !general_) {
-            const glm::mat4* const* parent = st_.row_parent.data();
-            for (const PlanTable& t : st_.tables) {
-                for (std::uint32_t row = 0; row < t.size; ++row) {
-                    const PlanStep s{&t.local[row].matrix, &t.world[row].matrix, parent[row],
-                                     t.changed + row};
-                    written += compute<false>(s, none) ? 1 : 0;
-                }
-                parent += t.size;
-            }
+            written = compute_rows();
         } else {
+            st_.fingerprinted = false;
             order_levels();
             written = general_ ? compute_levels<true>() : compute_levels<false>();
         }
@@ -588,6 +609,40 @@ private:
                     raise_bound(t.changed_max[b], tick_);
             }
         }
+        return written;
+    }
+
+    /// The full pass over the columns in table and row order (`row_ordered`, plain steps). A
+    /// matrix whose fingerprint differs from the stored one is written without reading the
+    /// old value (when the stored one is valid and nobody else wrote the row since); the others
+    /// are compared in full.
+    std::size_t compute_rows() {
+        const bool valid = std::exchange(st_.fingerprinted, false);
+        const std::uint64_t since = st_.since;
+        const glm::mat4* const* parent = st_.row_parent.data();
+        std::uint32_t* fp = st_.row_fingerprint.data();
+        std::size_t written = 0;
+        for (const PlanTable& t : st_.tables) {
+            if (t.size == 0) continue;  // (an empty table may lack a WorldTransform)
+            const bool trusted =
+                valid && column_of(s_.archetype(t.index), world_id_)->stamped <= since;
+            for (std::uint32_t row = 0; row < t.size; ++row) {
+                glm::mat4& world = *std::assume_aligned<64>(&t.world[row].matrix);
+                const glm::mat4& local = *std::assume_aligned<64>(&t.local[row].matrix);
+                const glm::mat4* const p = parent[row];
+                const glm::mat4 m = p == nullptr ? local : *std::assume_aligned<64>(p) * local;
+                const std::uint32_t h = fingerprint(m);
+                const bool differs = trusted && fp[row] != h && t.changed[row] <= since;
+                fp[row] = h;
+                if (!differs && same_bits(world, m)) continue;
+                world = m;
+                t.changed[row] = tick_;
+                ++written;
+            }
+            parent += t.size;
+            fp += t.size;
+        }
+        st_.fingerprinted = true;
         return written;
     }
 
@@ -715,8 +770,9 @@ private:
                 covered = step_end[i];
             }
         }
-        if (count != 0)
-            written_ += general_ ? compute_ranges<true>(count) : compute_ranges<false>(count);
+        if (count == 0) return;
+        st_.fingerprinted = false;
+        written_ += general_ ? compute_ranges<true>(count) : compute_ranges<false>(count);
     }
 
     /// Computes the ranges of the first `count` subtrees listed in `work`.

@@ -210,6 +210,62 @@ TEST_P(TransformRule, WorldTransformWrittenBySomeoneElseIsRecomputed) {
     EXPECT_TRUE(near(world_of(w, child), translation(1, 1, 0)));
 }
 
+TEST_P(TransformRule, EqualValuesAreNotRewrittenWhateverWroteThemBefore) {
+    // A binary tree spawned parents first, so every row comes after its parent's.
+    std::vector<ts::Entity> e;
+    for (int i = 0; i < 63; ++i) {
+        e.push_back(w.spawn(ts::LocalTransform{translation(static_cast<float>(i), 1, 0)}));
+        if (i > 0) w.relate(e[i], ts::ChildOf{}, e[(i - 1) / 2]);
+    }
+    ts::propagate_transforms(w);
+    ts::propagate_transforms(w);
+    auto moved = w.query<const ts::WorldTransform&>().changed<ts::WorldTransform>();
+    changed_worlds(moved);
+    // Rewrites every local with its own value: a full pass in the automatic mode, which must
+    // write nothing.
+    auto rewrite_all = [&] {
+        for (const ts::Entity x : e) w.set(x, ts::LocalTransform{w.get<ts::LocalTransform>(x)});
+        return ts::propagate_transforms(w);
+    };
+    EXPECT_EQ(rewrite_all(), 0u);
+    // After a leaf moved alone (incremental in the automatic mode).
+    w.set(e[62], ts::LocalTransform{translation(9, 9, 9)});
+    EXPECT_EQ(ts::propagate_transforms(w), 1u);
+    EXPECT_EQ(changed_worlds(moved), (std::set<ts::Entity>{e[62]}));
+    EXPECT_EQ(rewrite_all(), 0u);
+    EXPECT_TRUE(changed_worlds(moved).empty());
+    // After someone else set a WorldTransform to the value the next call computes.
+    w.set(e[61], ts::LocalTransform{translation(3, 3, 3)});
+    const glm::mat4 next = world_of(w, e[30]) * translation(3, 3, 3);
+    w.set(e[61], ts::WorldTransform{next});
+    changed_worlds(moved);
+    EXPECT_EQ(rewrite_all(), 0u);
+    EXPECT_TRUE(same_bits(world_of(w, e[61]), next));
+    EXPECT_TRUE(changed_worlds(moved).empty());
+    // The same through a query's WorldTransform& term (which stamps the whole table).
+    w.set(e[60], ts::LocalTransform{translation(4, 4, 4)});
+    const glm::mat4 next2 = world_of(w, e[29]) * translation(4, 4, 4);
+    w.query<ts::WorldTransform&>().each([&](ts::Entity x, ts::WorldTransform& wt) {
+        if (x == e[60]) wt.matrix = next2;
+    });
+    changed_worlds(moved);
+    EXPECT_EQ(rewrite_all(), 0u);
+    EXPECT_TRUE(same_bits(world_of(w, e[60]), next2));
+    EXPECT_TRUE(changed_worlds(moved).empty());
+    // After a leaf moved in a pass that an observer of WorldTransform writes watched.
+    {
+        int seen = 0;
+        ts::Observer watch = w.on_set<ts::WorldTransform>(
+            [&](ts::World&, ts::Entity, ts::WorldTransform&) { ++seen; });
+        w.set(e[59], ts::LocalTransform{translation(5, 5, 5)});
+        EXPECT_EQ(rewrite_all(), 1u);
+        EXPECT_EQ(seen, 1);
+    }
+    changed_worlds(moved);
+    EXPECT_EQ(rewrite_all(), 0u);
+    EXPECT_TRUE(changed_worlds(moved).empty());
+}
+
 TEST_P(TransformRule, RemovedLocalTransformMovesTheChildren) {
     const ts::Entity top = w.spawn(ts::LocalTransform{translation(1, 0, 0)});
     const ts::Entity mid = w.spawn(ts::LocalTransform{translation(0, 1, 0)});
