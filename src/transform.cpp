@@ -13,7 +13,8 @@
 //   - `step_entity[i]`: step i's entity (for World::set when WorldTransform is observed);
 //   - `tables`: the tables with a LocalTransform the plan was built from (index, size,
 //     capacity, rows freed, column addresses), and per row of those tables, in table order, its
-//     step (`row_step`);
+//     step (`row_step`), its parent matrix (`row_parent`) and the fingerprint of its
+//     WorldTransform (`row_fingerprint`);
 //   - `nodes` (by entity index): the hierarchy (child lists) while a plan is built, and which
 //     entity had a step at that index in the last plan, with its `base` (the entity of its
 //     nearest ancestor with a step, whose world matrix it multiplies).
@@ -25,13 +26,15 @@
 // plan; the rebuild marks dirty the steps that are new or have a new base (their parent matrix
 // changed without any change tick moving), and the call goes on as usual. A call: (0) adds the
 // missing WorldTransforms; (1) checks or rebuilds the plan; (2) computes every step (a full
-// pass: a straight loop over a copy of the steps ordered by depth, then table and row, so that it
-// reads the columns nearly in address order, where the depth-first order jumps between rows), or
-// marks the steps of the rows whose LocalTransform or WorldTransform changed tick moved in a
-// bitmap over the steps (reading only the tick blocks whose bound, Column::changed_max, moved),
-// lists the outermost of them (each one's subtree is a contiguous range of the depth-first plan)
-// and computes those ranges in one loop; (3) records the tick and advances it. Every walk uses an
-// explicit stack kept in the state.
+// pass: when every row comes after its parent's, as when parents are spawned first, a plain loop
+// over the columns in table and row order, which writes a matrix whose fingerprint changed
+// without reading the old one; else a straight loop over a copy of the steps ordered by depth,
+// then table and row, so that it reads the columns nearly in address order), or marks the steps of
+// the rows whose LocalTransform or WorldTransform changed tick moved in a bitmap over the steps
+// (reading only the tick blocks whose bound, Column::changed_max, moved), lists the outermost of
+// them (each one's subtree is a contiguous range of the depth-first plan) and computes those ranges
+// in one loop; (3) records the tick and advances it. Every walk uses an explicit stack kept in the
+// state.
 #include <tessera/transform.hpp>
 
 #include <tessera/detail/storage.hpp>
