@@ -649,6 +649,7 @@ private:
         return written;
     }
 
+    /// The full pass over the level-ordered copy (`level`).
     template <bool General>
     std::size_t compute_levels() {
         const PlanStep* const steps = st_.level.data();
