@@ -77,7 +77,7 @@ struct PlanStep {
 
 /// A step of the depth-first plan, which incremental passes compute: each write also raises
 /// `*bound`, its block bound of WorldTransform changed ticks (`Column::changed_max`; null for a
-/// spare). The full pass's copy leaves it out (it raises every bound once).
+/// spare). The full passes leave it out (they raise every bound once).
 struct TreeStep : PlanStep {
     std::uint64_t* bound = nullptr;
 };
@@ -167,7 +167,7 @@ struct TransformState {
     std::pmr::vector<TreeStep> steps;
     std::pmr::vector<std::uint32_t> step_end;
     std::pmr::vector<Entity> step_entity;
-    std::pmr::vector<std::uint32_t> step_depth;  ///< ancestors with a step (while building)
+    std::pmr::vector<std::uint32_t> step_depth;  ///< ancestors with a step (for order_levels)
     /// Per row of `tables` (in table order), its step's parent matrix (null: the identity).
     std::pmr::vector<const glm::mat4*> row_parent;
     /// Per row of `tables`, the `fingerprint` of its WorldTransform, valid while `fingerprinted`:
