@@ -77,6 +77,14 @@ void CommandQueue::pop() noexcept {
     }
 }
 
+void CommandQueue::truncate(std::size_t mark) noexcept {
+    for (std::size_t i = mark; i < commands_.size(); ++i) {
+        const Command& c = commands_[i];
+        if (c.value != nullptr && c.info->destroy != nullptr) c.info->destroy(c.value, 1);
+    }
+    commands_.erase(commands_.begin() + static_cast<std::ptrdiff_t>(mark), commands_.end());
+}
+
 void CommandQueue::clear() noexcept {
     for (std::size_t i = next_; i < commands_.size(); ++i) {
         const Command& c = commands_[i];

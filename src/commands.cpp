@@ -1,6 +1,6 @@
 // CommandBuffer::apply: plays recorded commands into a world, resumably.
 #include <tessera/commands.hpp>
-#include <tessera/detail/storage.hpp>
+#include <tessera/detail/operations.hpp>
 #include <tessera/error.hpp>
 
 #include <sstream>
@@ -54,16 +54,19 @@ std::size_t CommandBuffer::apply(World& world, on_dead policy) {
             case detail::Command::Kind::place: {
                 const std::uint32_t placeholder = c->entity.index;
                 if (resolved_.size() <= placeholder) resolved_.resize(placeholder + 1);
+                const detail::Storage::IndexMark mark = s.index_mark();
                 const Entity made = s.spawn_pending();
                 try {
-                    took = s.apply_front(queue_, made);  // places it with its components
+                    took = detail::apply_front(s, queue_, made);  // places it, in one move
                 } catch (...) {
                     if (s.record(made) != nullptr &&
                         s.record(made)->archetype == detail::pending_archetype) {
-                        s.despawn(made);  // not placed: the command stays for a later apply
+                        // Not placed: the command stays for a later apply, and the index the
+                        // entity took is free again as if it had never been taken.
+                        s.release_pending(mark, {&made, 1});
                         throw;
                     }
-                    resolved_[placeholder] = made;
+                    resolved_[placeholder] = made;  // placed; an observer threw
                     throw;
                 }
                 resolved_[placeholder] = made;
@@ -97,7 +100,7 @@ std::size_t CommandBuffer::apply(World& world, on_dead policy) {
                 break;
             }
         }
-        took = s.apply_front(queue_, e, other);
+        took = detail::apply_front(s, queue_, e, other);
         applied += took.applied;
         skipped_ += took.skipped;
     }

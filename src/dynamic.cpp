@@ -3,7 +3,7 @@
 #include <tessera/commands.hpp>
 #include <tessera/detail/field_value.hpp>
 #include <tessera/detail/observe.hpp>
-#include <tessera/detail/storage.hpp>
+#include <tessera/detail/operations.hpp>
 #include <tessera/dynamic.hpp>
 #include <tessera/error.hpp>
 #include <tessera/reflect.hpp>
@@ -516,23 +516,23 @@ void World::add(Entity e, ComponentId id) {
         ~Free() { s.resource()->deallocate(p, bytes, align); }
     } free_value{s, value, bytes, align};
     info.construct_value(value);
-    const std::uint32_t from = s.record(e)->archetype;
-    bool existed = false;
+    std::byte* const values[] = {static_cast<std::byte*>(value)};
+    bool consumed = false;  // set once the value is in the table (an observer may throw later)
+    const detail::Commit done{[](void* flag) noexcept { *static_cast<bool*>(flag) = true; },
+                              &consumed};
     try {
-        existed = s.add_value(e, id, static_cast<std::byte*>(value), op);
+        detail::apply_add(s, e, {&id, 1}, values, op, done);
     } catch (...) {
-        if (info.destroy != nullptr) info.destroy(value, 1);
+        if (!consumed && info.destroy != nullptr) info.destroy(value, 1);
         throw;
     }
-    if (s.observes(id)) detail::notify_added(s, e, from, {&id, 1}, &existed);
 }
 
 bool World::remove(Entity e, ComponentId id) {
     detail::known_info(id, "World::remove");
     detail::Storage& s = *storage_;
     if (s.deferring()) return remove_deferred(e, {&id, 1});
-    if (s.observes(id)) return detail::observed_remove(s, e, {&id, 1}, "World::remove");
-    return s.remove_one(e, id, "World::remove");
+    return detail::apply_remove(s, e, {&id, 1}, "World::remove");
 }
 
 bool World::has(Entity e, ComponentId id) const noexcept {

@@ -1,4 +1,8 @@
+#include <tessera/assert.hpp>
 #include <tessera/error.hpp>
+
+#include <cstdio>
+#include <cstdlib>
 
 namespace tessera {
 
@@ -23,3 +27,15 @@ std::string_view to_string(errc code) noexcept {
 }
 
 }  // namespace tessera
+
+namespace tessera::detail {
+
+void assertion_failed(const char* condition, const char* message, const char* file,
+                      int line) noexcept {
+    std::fprintf(stderr, "tessera: assertion failed: %s (%s) at %s:%d\n", message, condition, file,
+                 line);
+    std::fflush(stderr);
+    std::abort();
+}
+
+}  // namespace tessera::detail

@@ -1,5 +1,6 @@
 // Observers: the registry of subscriptions and the observed forms of structural changes.
 #include <tessera/detail/observe.hpp>
+#include <tessera/detail/operations.hpp>
 #include <tessera/detail/storage.hpp>
 #include <tessera/error.hpp>
 #include <tessera/observer.hpp>
@@ -364,10 +365,10 @@ void begin_observed(Storage& s) noexcept {
     s.begin_defer();
 }
 void end_observed(Storage& s) {
-    s.end_defer();
+    end_defer(s);
 }
 void end_observed_noexcept(Storage& s) noexcept {
-    s.end_defer_noexcept();
+    end_defer_noexcept(s);
 }
 
 void deliver(Storage& s, Event kind, ComponentId id, Entity e) {
@@ -505,21 +506,6 @@ bool observed_despawn(Storage& s, Entity e) {
         },
         kill);
     return true;
-}
-
-bool remove_one(Storage& s, Entity e, ComponentId id, const char* op) {
-    if (s.observes(id)) return observed_remove(s, e, {&id, 1}, op);
-    return s.remove_one(e, id, op);
-}
-
-bool despawn(Storage& s, Entity e) {
-    if (s.relations() != nullptr) [[unlikely]]
-        return despawn_related(s, e);
-    if (s.observed()) [[unlikely]] {
-        const EntityRecord* r = s.record(e);
-        if (r != nullptr && s.observes(*r)) return observed_despawn(s, e);
-    }
-    return s.despawn(e);
 }
 
 }  // namespace tessera::detail

@@ -676,6 +676,24 @@ std::uint8_t& Storage::enable_flag(Entity e, ComponentId id, const char* op) con
     return a.columns[static_cast<std::uint32_t>(c)].enabled[r->row];
 }
 
+void Storage::release_pending(IndexMark mark, std::span<const Entity> spawned) noexcept {
+    for (auto e = spawned.rbegin(); e != spawned.rend(); ++e) {
+        EntityRecord& r = record_data_[e->index];
+        TESSERA_ASSERT(r.archetype == pending_archetype && r.generation == e->generation,
+                       "release_pending: not a pending entity");
+        if (e->index >= mark.record_count) {
+            TESSERA_ASSERT(e->index + 1 == record_count_, "release_pending: not the newest index");
+            record_count_ = e->index;  // taken past the end: the next spawn takes it again
+        } else {
+            r.archetype = dead_archetype;  // taken from the free list: back at its head
+            r.row = free_head_;
+            free_head_ = e->index;
+            ++free_count_;
+        }
+        --alive_;
+    }
+}
+
 Entity Storage::spawn_pending() {
     reserve_records(1);
     const std::uint32_t index = take_index();
@@ -712,185 +730,6 @@ bool Storage::despawn_pending(Entity e) const noexcept {
         if (c.kind == Command::Kind::despawn && c.entity == e) return true;
     }
     return false;
-}
-
-void Storage::flush() {
-    // Observers of the changes applied here queue their own changes behind the rest, so one
-    // loop applies everything: no recursion however long the chain of reactions.
-    ++defer_depth_;
-    struct Leave {
-        Storage* s;
-        ~Leave() { --s->defer_depth_; }
-    } leave{this};
-    // A queued ChildOf that would close a loop is dropped; the rest still applies and the flush
-    // then reports the first such error.
-    std::exception_ptr cycle;
-    while (Command* c = deferred_.front()) {
-        try {
-            apply_front(deferred_, c->entity, c->target);
-        } catch (const Error& error) {
-            if (error.code() != errc::hierarchy_cycle) throw;
-            if (!cycle) cycle = std::current_exception();
-        }
-    }
-    if (cycle) std::rethrow_exception(cycle);
-}
-
-Applied Storage::apply_front(CommandQueue& q, Entity target, Entity other) {
-    const Command cmd = *q.front();  // the queue may grow (and move) while observers run
-    const EntityRecord* r = record(target);
-    auto drop = [&q] {  // pops the front command, destroying a value it still owns
-        Command& c = *q.front();
-        if (c.value != nullptr && c.info->destroy != nullptr) c.info->destroy(c.value, 1);
-        c.value = nullptr;
-        q.pop();
-    };
-    // The commands of one call: the front one and the followers of the same kind and entity.
-    auto members = [&](std::size_t want) {
-        const std::span<const Command> pending = q.pending();
-        std::size_t n = 1;
-        while (n < want && n < pending.size() && pending[n].kind == cmd.kind &&
-               pending[n].entity == cmd.entity && pending[n].group == 0) {
-            ++n;
-        }
-        return n;
-    };
-    switch (cmd.kind) {
-        case Command::Kind::place: {
-            if (r == nullptr || r->archetype != pending_archetype) {
-                drop();
-                return {0, 1};
-            }
-            for (const Command& c :
-                 q.pending().subspan(1, std::min<std::size_t>(cmd.group, q.pending().size() - 1))) {
-                check_plain({&c.id, 1}, "World::spawn");  // before anything is placed
-            }
-            Archetype& empty = *archetypes_[empty_archetype];
-            reserve_rows(empty, 1);
-            move_entity(target, *r, empty);
-            q.pop();
-            std::size_t applied = 1;
-            for (std::uint16_t k = 0; k < cmd.group; ++k, ++applied) {  // the spawn's components
-                if (q.front() == nullptr || q.front()->kind != Command::Kind::add ||
-                    q.front()->entity != cmd.entity) {
-                    break;  // its values failed to queue
-                }
-                Command& add = *q.front();
-                add_value(target, add.id, add.value, "World::spawn");
-                add.value = nullptr;  // moved into the table
-                q.pop();
-            }
-            if (observed_ && (observe_all_ || archetypes_[record(target)->archetype]->observed))
-                notify_spawned(*this, target);
-            return {applied, 0};
-        }
-        case Command::Kind::despawn:
-            q.pop();
-            return detail::despawn(*this, target) ? Applied{1, 0} : Applied{0, 1};
-        case Command::Kind::remove: {
-            if (r == nullptr) {
-                drop();
-                return {0, 1};
-            }
-            const std::size_t n = members(std::max<std::size_t>(cmd.group, 1));
-            const std::span<const Command> call = q.pending().first(n);
-            for (const Command& c : call) check_plain({&c.id, 1}, "World::remove");
-            Archetype& from = *archetypes_[r->archetype];
-            ScratchArray<ComponentId> buffer(n, mr_);
-            std::size_t present = 0;
-            for (const Command& c : call) {
-                if (from.contains(c.id)) buffer[present++] = c.id;
-            }
-            const std::span<const ComponentId> ids(buffer.data(), present);
-            // Everything that can fail happens while the commands are still queued.
-            if (present != 0) reserve_rows(removal_target(from, ids), 1);
-            for (std::size_t k = 0; k < n; ++k) q.pop();
-            if (present == 0) return {0, n};
-            if (observes(ids))
-                observed_remove(*this, target, ids, "World::remove");
-            else
-                remove(target, ids, "World::remove");
-            return {present, n - present};
-        }
-        case Command::Kind::add: {
-            if (r == nullptr) {
-                drop();
-                return {0, 1};
-            }
-            const std::uint32_t from = r->archetype;
-            const std::size_t n = members(std::max<std::size_t>(cmd.group, 1));
-            ScratchArray<ComponentId> ids(n, mr_);
-            ScratchArray<bool> existed(n, mr_);
-            for (std::size_t k = 0; k < n; ++k) {
-                Command& c = *q.front();
-                existed[k] = add_value(target, c.id, c.value, "World::add");
-                ids[k] = c.id;
-                c.value = nullptr;  // moved into the table
-                q.pop();
-            }
-            if (observes(ids.span())) notify_added(*this, target, from, ids.span(), existed.data());
-            return {n, 0};
-        }
-        case Command::Kind::relate:
-        case Command::Kind::unrelate: {
-            const bool all = cmd.kind == Command::Kind::unrelate && cmd.group != 0;
-            if (r == nullptr || (!all && record(other) == nullptr)) {
-                drop();  // the source or the target died meanwhile (or was never alive)
-                return {0, 1};
-            }
-            // The change pops the command once it can no longer fail (before its observers run).
-            const Commit pop{[](void* queue) noexcept {
-                                 auto& cq = *static_cast<CommandQueue*>(queue);
-                                 cq.front()->value = nullptr;  // relocated into the table
-                                 cq.pop();
-                             },
-                             &q};
-            if (cmd.kind == Command::Kind::unrelate) {
-                const bool any = all ? relation_clear(*this, *cmd.relation, target, pop) != 0
-                                     : relation_remove(*this, *cmd.relation, target, other, pop);
-                return any ? Applied{1, 0} : Applied{0, 1};
-            }
-            try {
-                relation_add(*this, *cmd.relation, target, other, cmd.value, pop);
-            } catch (const Error& error) {
-                if (error.code() == errc::hierarchy_cycle)
-                    drop();  // dropped, reported by the caller
-                throw;
-            }
-            return {1, 0};
-        }
-    }
-    return {0, 0};
-}
-
-bool Storage::add_value(Entity e, ComponentId id, std::byte* value, const char* op) {
-    check_plain({&id, 1}, op);
-    bool existed = false;
-    const RowSlot slot = prepare_add_one(e, id, existed, op);
-    const std::int32_t col = slot.archetype->slot(id);
-    if (col < 0) {  // a tag: nothing to move, but the value object ends here
-        const ComponentInfo& ci = info(id);
-        if (ci.destroy != nullptr) ci.destroy(value, 1);
-        return existed;
-    }
-    Column& column = slot.archetype->columns[static_cast<std::uint32_t>(col)];
-    std::byte* dst = column.data + std::size_t{slot.row} * column.size;
-    if (existed && column.destroy != nullptr) column.destroy(dst, 1);
-    column.relocate_in(dst, value);
-    if (existed)
-        stamp_changed(*slot.archetype, slot.row, col);
-    else
-        stamp_added(slot, col);
-    return existed;
-}
-
-void Storage::end_defer_noexcept() noexcept {
-    if (--defer_depth_ != 0 || deferred_.empty()) return;
-    try {
-        flush();
-    } catch (...) {
-        // The failing command and the rest stay queued; the next flush retries them.
-    }
 }
 
 std::vector<Entity> Storage::entities() const {

@@ -1,4 +1,5 @@
 // World: the facade. Members forward to the storage in a line or two.
+#include <tessera/detail/operations.hpp>
 #include <tessera/resource.hpp>
 #include <tessera/world.hpp>
 
@@ -127,7 +128,7 @@ bool World::despawn(Entity e) {
     }
     if (!s.observed()) [[likely]]
         return s.despawn(e);
-    return detail::despawn(s, e);
+    return detail::apply_despawn(s, e);
 }
 
 bool World::is_permanent(Entity e) const noexcept {

@@ -167,9 +167,18 @@ template <class... Ts>
 Entity CommandBuffer::spawn(Ts&&... components) {
     begin_record();
     queue_.reserve(1 + sizeof...(Ts));
+    const std::size_t mark = queue_.mark();
     const Entity p = next_placeholder();
     queue_.push_place(p, sizeof...(Ts));
-    if constexpr (sizeof...(Ts) > 0) record_adds(p, std::forward<Ts>(components)...);
+    if constexpr (sizeof...(Ts) > 0) {
+        try {
+            record_adds(p, std::forward<Ts>(components)...);
+        } catch (...) {
+            queue_.truncate(mark);  // never half a spawn
+            --placeholders_;
+            throw;
+        }
+    }
     return p;
 }
 

@@ -9,8 +9,8 @@
 /// runs.
 #pragma once
 
+#include <tessera/detail/operations.hpp>
 #include <tessera/detail/parallel.hpp>
-#include <tessera/detail/storage.hpp>
 #include <tessera/detail/type_list.hpp>
 #include <tessera/error.hpp>
 #include <tessera/observer.hpp>
@@ -614,7 +614,7 @@ public:
             matched_ = query_->state_.update();
             query_->state_.storage().begin_defer();
         }
-        ~ChunkRange() { query_->state_.storage().end_defer_noexcept(); }
+        ~ChunkRange() { detail::end_defer_noexcept(query_->state_.storage()); }
         ChunkRange(const ChunkRange&) = delete;
         ChunkRange& operator=(const ChunkRange&) = delete;
         /// The first chunk.

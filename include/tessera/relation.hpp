@@ -140,15 +140,6 @@ void relate(Storage& s, const RelationType& type, Entity e, Entity target, std::
 bool unrelate(Storage& s, const RelationType& type, Entity e, Entity target);
 std::size_t unrelate_all(Storage& s, const RelationType& type, Entity e);
 
-/// Runs once a change can no longer fail, after its mechanics and before its observers (the
-/// command queue pops the command there).
-struct Commit {
-    void (*fn)(void* ctx) noexcept = nullptr;
-    void* ctx = nullptr;
-    void operator()() const noexcept {
-        if (fn != nullptr) fn(ctx);
-    }
-};
 // The immediate forms (the queue applies commands through these). Each calls `commit` exactly
 // once unless it throws, and throws only before changing anything (observers aside).
 void relation_add(Storage& s, const RelationType& type, Entity e, Entity target, std::byte* value,

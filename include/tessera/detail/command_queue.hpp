@@ -75,6 +75,16 @@ public:
     }
     /// Destroys every unapplied value and forgets everything.
     void clear() noexcept;
+    /// A position in the queue: `truncate(mark())` later drops what was pushed since (while no
+    /// command was popped in between).
+    [[nodiscard]] std::size_t mark() const noexcept { return commands_.size(); }
+    /// Drops the commands pushed since `mark`, destroying their values (a failed call takes back
+    /// what it queued). Their value space stays taken until the queue empties.
+    void truncate(std::size_t mark) noexcept;
+    /// The commands pushed since `mark` (not yet popped).
+    [[nodiscard]] std::span<const Command> since(std::size_t mark) const noexcept {
+        return {commands_.data() + mark, commands_.size() - mark};
+    }
 
 private:
     struct Block {

@@ -63,9 +63,6 @@ bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, con
 /// entity dies. False when `e` is not alive.
 bool observed_despawn(Storage& s, Entity e);
 
-// Untyped structural changes that fire observers when the world has any (the command queue and
-// CommandBuffer apply through these).
-
 // Delivery primitives, for changes made of several steps (relations). Each is a no-op when the
 // world has no observer registry; callers wrap them in `observed`.
 
@@ -103,10 +100,5 @@ void observed(Storage& s, Deliver&& deliver, Finish&& finish) {
     }
     end_observed(s);
 }
-
-/// Removes `id` from live `e`; false when absent.
-bool remove_one(Storage& s, Entity e, ComponentId id, const char* op);
-/// Despawns `e`; false when not alive.
-bool despawn(Storage& s, Entity e);
 
 }  // namespace tessera::detail

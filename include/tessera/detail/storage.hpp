@@ -9,6 +9,7 @@
 /// (dense by id value), so a typed lookup is one load.
 #pragma once
 
+#include <tessera/assert.hpp>
 #include <tessera/component.hpp>
 #include <tessera/detail/command_queue.hpp>
 #include <tessera/detail/entity_list.hpp>
@@ -254,12 +255,6 @@ private:
     T* data_ = local_;
 };
 
-/// What `Storage::apply_front` did: commands that took effect and commands skipped.
-struct Applied {
-    std::size_t applied = 0;
-    std::size_t skipped = 0;
-};
-
 /// Where a new row goes before its values are constructed.
 struct RowSlot {
     Archetype* archetype;
@@ -468,32 +463,24 @@ public:
     [[nodiscard]] bool parallel() const noexcept { return parallel_; }
     void set_parallel(bool on) noexcept { parallel_ = on; }
     void begin_defer() noexcept { ++defer_depth_; }
-    /// Leaves one level; at the outermost, applies the queued commands in order (a command
-    /// whose entity died meanwhile is skipped). A command that throws stays queued with the
-    /// ones after it, and the exception propagates.
-    void end_defer() {
-        if (--defer_depth_ == 0 && !deferred_.empty()) flush();
+    /// Leaves one level; true when that was the outermost and commands are queued (the
+    /// operation layer then applies them: `detail::end_defer`).
+    [[nodiscard]] bool leave_defer() noexcept {
+        TESSERA_ASSERT(defer_depth_ != 0, "leave_defer without begin_defer");
+        return --defer_depth_ == 0 && !deferred_.empty();
     }
-    /// Like end_defer, for paths that can't throw (an exception already in flight, a
-    /// destructor): a failing command and the rest stay queued for the next flush.
-    void end_defer_noexcept() noexcept;
-    void flush();
-    /// Applies the front command of `q` to `target` (its entity, or the entity a placeholder
-    /// stands for; `other` is a relate/unrelate's target, resolved likewise) and pops it; a `place`
-    /// moves the pending `target` into the empty table and also applies the `group` adds behind it,
-    /// firing the spawn's observers once. Commands on a dead target and removes of absent
-    /// components are skipped. Returns how many commands took effect and how many were skipped. A
-    /// failure of the change itself (bad_alloc) leaves the command queued and the world unchanged;
-    /// an exception from an observer propagates after the command was applied and popped. The
-    /// commands of one call with several components (`group`) apply together, firing observers as
-    /// that call does when immediate.
-    Applied apply_front(CommandQueue& q, Entity target, Entity other = {});
-    /// Adds (or replaces) `id` on live `e`, relocating the value at `value` into the table (the
-    /// source is left destroyed). Throws like `prepare_add` before consuming the value. Returns
-    /// whether `e` had `id` already. Fires no observer.
-    bool add_value(Entity e, ComponentId id, std::byte* value, const char* op);
     /// An entity that is alive but in no table yet (spawn while deferred); placed at the flush.
     Entity spawn_pending();
+    /// The entity index before a call that may have to take back the entities it spawned.
+    struct IndexMark {
+        std::uint32_t record_count;
+    };
+    [[nodiscard]] IndexMark index_mark() const noexcept { return {record_count_}; }
+    /// Takes back pending entities (from `spawn_pending`) spawned since `mark`, given in the
+    /// order they were spawned, and nothing else spawned since: their indices return to the
+    /// free list (or past the end) exactly as before, generations unchanged, so the next spawns
+    /// get the ids they would have got had these never been made.
+    void release_pending(IndexMark mark, std::span<const Entity> spawned) noexcept;
     [[nodiscard]] CommandQueue& deferred() noexcept { return deferred_; }
     /// The index the next spawn will take.
     [[nodiscard]] std::uint32_t next_index() const noexcept {
@@ -696,28 +683,6 @@ private:
     std::size_t free_count_ = 0;
     std::size_t alive_ = 0;
     std::uint64_t tick_ = 1;
-};
-
-/// Keeps the world deferring structural changes for a scope; the outermost scope applies them.
-class DeferScope {
-public:
-    /// An inactive scope (`active` false) does nothing: a query run by a system in a schedule
-    /// doesn't touch the world's queue, which other workers share.
-    explicit DeferScope(Storage& s, bool active = true) noexcept : s_(active ? &s : nullptr) {
-        if (active) s.begin_defer();
-    }
-    DeferScope(const DeferScope&) = delete;
-    DeferScope& operator=(const DeferScope&) = delete;
-    /// Ends the scope, applying the queued changes (may throw; they stay queued then).
-    void close() {
-        if (Storage* s = std::exchange(s_, nullptr)) s->end_defer();
-    }
-    ~DeferScope() {
-        if (s_ != nullptr) s_->end_defer_noexcept();
-    }
-
-private:
-    Storage* s_;
 };
 
 /// Puts `built` (a complete state made with `target`'s memory resource) in place of `target`'s

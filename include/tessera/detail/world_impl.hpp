@@ -4,9 +4,10 @@
 #pragma once
 
 #include <tessera/detail/observe.hpp>
-#include <tessera/detail/storage.hpp>
+#include <tessera/detail/operations.hpp>
 #include <tessera/detail/type_list.hpp>
 
+#include <array>
 #include <new>
 #include <utility>
 
@@ -29,6 +30,29 @@ inline constexpr bool nothrow_forward_v =
 
 template <class U>
 U* column_ptr(const Archetype& a, std::int32_t slot, std::uint32_t row) noexcept;
+
+/// Takes back, unless released, what a call queued in the world and the entities it spawned
+/// pending since the guard was made (`take_back_queued`): a failed deferred call changes
+/// nothing, the entity index included.
+class QueueGuard {
+public:
+    explicit QueueGuard(Storage& s) noexcept
+        : s_(&s), queue_(s.deferred().mark()), index_(s.index_mark()) {}
+    QueueGuard(const QueueGuard&) = delete;
+    QueueGuard& operator=(const QueueGuard&) = delete;
+    ~QueueGuard() {
+        if (s_ != nullptr) take_back_queued(*s_, queue_, index_);
+    }
+    /// Whether commands were queued since the guard was made.
+    [[nodiscard]] bool queued() const noexcept { return s_->deferred().mark() != queue_; }
+    /// Keeps what was queued.
+    void release() noexcept { s_ = nullptr; }
+
+private:
+    Storage* s_;
+    std::size_t queue_;
+    Storage::IndexMark index_;
+};
 
 /// `e`'s `T`, or null when `e` is dead or lacks `T`: the typed fast path of every read.
 template <class T>
@@ -79,13 +103,10 @@ requires(sizeof...(Ts) > 0) Entity World::spawn(Ts&&... components) {
         return spawn(std::remove_cvref_t<Ts>(std::forward<Ts>(components))...);
     } else {
         if (storage_->deferring()) [[unlikely]] {
+            detail::QueueGuard guard(*storage_);  // a failure takes back the entity and its place
             const Entity e = spawn_deferred(sizeof...(Ts));
-            try {
-                add_deferred(e, std::forward<Ts>(components)...);
-            } catch (...) {
-                storage_->despawn(e);  // still pending: its queued place is skipped
-                throw;
-            }
+            add_deferred(e, std::forward<Ts>(components)...);
+            guard.release();
             return e;
         }
         const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
@@ -117,9 +138,8 @@ U& element(U* column, std::size_t i) noexcept {
     }
 }
 
-template <class Init, class Index, class... Ts>
-std::span<const Entity> spawn_many_impl(Storage& s, std::size_t n, Init& init,
-                                        std::tuple<Index, Ts...>*) {
+template <class Index, class... Ts>
+void check_spawn_many_init(std::tuple<Index, Ts...>*) noexcept {
     static_assert(std::is_integral_v<std::remove_cvref_t<Index>>,
                   "tessera: spawn_many's init must take (std::size_t index, Components&...)");
     static_assert((std::is_lvalue_reference_v<Ts> && ...),
@@ -128,12 +148,25 @@ std::span<const Entity> spawn_many_impl(Storage& s, std::size_t n, Init& init,
                   "tessera: spawn_many's init names the same component type twice");
     static_assert((std::is_default_constructible_v<std::remove_cvref_t<Ts>> && ...),
                   "tessera: spawn_many needs default-constructible components");
-    const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
+}
+
+/// `spawn_many` applied now: every row is constructed and initialised in the table's spare
+/// capacity while the world defers (so `init` may change the world: those changes queue), then
+/// all `n` are committed at once, their spawn observers fire, and what was queued is applied.
+/// Until the commit nothing is visible; a failure before it (an exception from `init`,
+/// bad_alloc) destroys the rows and takes back what `init` queued, the entity index included.
+template <class Init, class Index, class... Ts>
+std::span<const Entity> spawn_many_now(Storage& s, std::size_t n, Init& init,
+                                       std::tuple<Index, Ts...>*) {
+    const std::array<ComponentId, sizeof...(Ts)> ids{component_id<std::remove_cvref_t<Ts>>()...};
     const auto bundle = s.bundle(bundle_id<std::remove_cvref_t<Ts>...>(), ids);
     Archetype& a = *bundle.archetype;
     s.reserve_spawn(a, n);
     const std::uint32_t first = a.size;
     std::size_t constructed = 0;  // rows whose values exist, for rollback
+    QueueGuard guard(s);
+    s.begin_defer();
+    bool copy = false;  // return a copy of the entities: rows may move before the return
     try {
         [&]<std::size_t... I>(std::index_sequence<I...>) {
             const std::tuple<std::remove_cvref_t<Ts>*...> cols{
@@ -151,57 +184,63 @@ std::span<const Entity> spawn_many_impl(Storage& s, std::size_t n, Init& init,
             }
         }
         (std::index_sequence_for<Ts...>{});
+        // Spawns queued by init took entity slots: make room again (the table's rows are
+        // untouched while deferred).
+        s.reserve_spawn(a, n);
+        copy = guard.queued() || s.observes(a);
+        if (copy) s.spawned().reserve(n);
     } catch (...) {
         s.destroy_rows(a, first, constructed);
+        (void)s.leave_defer();  // the guard takes back what was queued: nothing to apply
         throw;
     }
-    return s.commit_spawn_many(a, n);
-}
-}  // namespace detail
-
-namespace detail {
-template <class Index, class... Ts>
-bool observes_bundle(const Storage& s, std::tuple<Index, Ts...>*) noexcept {
-    const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
-    return s.observes(ids);
-}
-
-/// `spawn_many` while the world defers or is observed: one `spawn` per entity (each value
-/// initialised by `init` first), the entities collected in the storage's scratch list.
-template <class Init, class Index, class... Ts>
-std::span<const Entity> spawn_many_each(World& w, Storage& s, std::size_t n, Init& init,
-                                        std::tuple<Index, Ts...>*) {
-    std::pmr::vector<Entity>& out = s.spawned();
-    out.clear();
-    out.reserve(n);
-    DeferScope defer(s);  // observers of every spawn run after all of them are made
-    try {
-        for (std::size_t i = 0; i < n; ++i) {
-            std::tuple<std::remove_cvref_t<Ts>...> values{};
-            std::apply([&](auto&... v) { init(static_cast<std::remove_cvref_t<Index>>(i), v...); },
-                       values);
-            out.push_back(std::apply([&](auto&... v) { return w.spawn(std::move(v)...); }, values));
+    guard.release();
+    std::span<const Entity> out = s.commit_spawn_many(a, n);
+    if (copy) {
+        s.spawned().assign(out.begin(), out.end());  // capacity reserved: no throw
+        out = s.spawned();
+        try {
+            if (s.observes(a)) {
+                for (const Entity e : out) notify_spawned(s, e);
+            }
+        } catch (...) {
+            end_defer_noexcept(s);
+            throw;
         }
-    } catch (...) {
-        // Nothing is placed yet: the pending entities die and their queued commands are skipped.
-        for (const Entity e : out) s.despawn(e);
-        out.clear();
-        throw;
     }
-    defer.close();
+    end_defer(s);
     return out;
+}
+
+/// `spawn_many` while the world defers: one deferred `spawn` per entity (each value
+/// initialised by `init` first). A failure takes back everything the call queued.
+template <class Init, class Index, class... Ts>
+std::span<const Entity> spawn_many_deferred(World& w, Storage& s, std::size_t n, Init& init,
+                                            std::tuple<Index, Ts...>*) {
+    check_not_parallel(s, "World::spawn_many");
+    QueueGuard guard(s);
+    std::pmr::vector<Entity> made(s.resource());  // not spawned(): a nested spawn_many uses it
+    made.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        std::tuple<std::remove_cvref_t<Ts>...> values{};
+        std::apply([&](auto&... v) { init(static_cast<std::remove_cvref_t<Index>>(i), v...); },
+                   values);
+        made.push_back(std::apply([&](auto&... v) { return w.spawn(std::move(v)...); }, values));
+    }
+    guard.release();
+    s.spawned().swap(made);
+    return s.spawned();
 }
 }  // namespace detail
 
 template <class Init>
 std::span<const Entity> World::spawn_many(std::size_t n, Init&& init) {
     using Args = detail::callable_args_t<Init>;
+    detail::check_spawn_many_init(static_cast<Args*>(nullptr));
     detail::Storage& s = *storage_;
-    if (s.deferring() || detail::observes_bundle(s, static_cast<Args*>(nullptr))) [[unlikely]] {
-        detail::check_not_parallel(s, "World::spawn_many");
-        return detail::spawn_many_each(*this, s, n, init, static_cast<Args*>(nullptr));
-    }
-    return detail::spawn_many_impl(s, n, init, static_cast<Args*>(nullptr));
+    if (s.deferring()) [[unlikely]]
+        return detail::spawn_many_deferred(*this, s, n, init, static_cast<Args*>(nullptr));
+    return detail::spawn_many_now(s, n, init, static_cast<Args*>(nullptr));
 }
 
 namespace detail {
@@ -329,7 +368,7 @@ requires(sizeof...(Ts) > 0) bool World::remove(Entity e) {
         const ComponentId ids[] = {component_id<Ts>()...};
         if (storage_->deferring()) return remove_deferred(e, ids);
         if (storage_->observes(ids))
-            return detail::observed_remove(*storage_, e, ids, "World::remove");
+            return detail::apply_remove(*storage_, e, ids, "World::remove");
         // Observers of other types only: the usual path.
     }
     if constexpr (sizeof...(Ts) == 1) {

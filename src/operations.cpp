@@ -1,0 +1,268 @@
+// The operation layer: structural changes applied now (one archetype move each, strong
+// guarantee), the deferral flush, and the application of queued and buffered commands.
+#include <tessera/detail/observe.hpp>
+#include <tessera/detail/operations.hpp>
+#include <tessera/error.hpp>
+#include <tessera/relation.hpp>
+
+#include <algorithm>
+#include <exception>
+
+namespace tessera::detail {
+
+[[noreturn]] void throw_not_alive(const char* op, Entity e, ComponentId id);
+
+namespace {
+
+/// Moves the value at `value` (consumed) into `slot`'s column of `id`: a tag's value just ends;
+/// a value that replaces one destroys it first and marks changed, a new one marks added.
+void put_value(Storage& s, RowSlot slot, ComponentId id, std::byte* value, bool existed) noexcept {
+    const std::int32_t c = slot.archetype->slot(id);
+    if (c < 0) {
+        const ComponentInfo& info = s.info(id);
+        if (info.destroy != nullptr) info.destroy(value, 1);
+        return;
+    }
+    Column& col = slot.archetype->columns[static_cast<std::uint32_t>(c)];
+    std::byte* dst = col.data + std::size_t{slot.row} * col.size;
+    if (existed && col.destroy != nullptr) col.destroy(dst, 1);
+    col.relocate_in(dst, value);
+    if (existed)
+        s.stamp_changed(*slot.archetype, slot.row, c);
+    else
+        s.stamp_added(slot, c);
+}
+
+}  // namespace
+
+void apply_add(Storage& s, Entity e, std::span<const ComponentId> ids, std::byte* const* values,
+               const char* op, Commit commit) {
+    s.check_plain(ids, op);
+    const EntityRecord* r = s.record(e);
+    if (r == nullptr) throw_not_alive(op, e, ids[0]);
+    const std::uint32_t from = r->archetype;
+    ScratchArray<bool> existed(ids.size(), s.resource());
+    const RowSlot slot = ids.size() == 1 ? s.prepare_add_one(e, ids[0], existed[0], op)
+                                         : s.prepare_add(e, ids, existed.data(), op);
+    for (std::size_t i = 0; i < ids.size(); ++i) put_value(s, slot, ids[i], values[i], existed[i]);
+    commit();
+    if (s.observes(ids)) notify_added(s, e, from, ids, existed.data());
+}
+
+void apply_place(Storage& s, Entity e, std::span<const ComponentId> ids, std::byte* const* values,
+                 Commit commit) {
+    s.check_plain(ids, "World::spawn");
+    const EntityRecord* r = s.record(e);
+    TESSERA_ASSERT(r != nullptr && r->archetype == pending_archetype,
+                   "apply_place: the entity is not pending");
+    for (const ComponentId id : ids) s.ensure_component(id);
+    ScratchArray<ComponentId> sorted(ids.size(), s.resource());
+    std::copy(ids.begin(), ids.end(), sorted.data());
+    std::sort(sorted.data(), sorted.data() + ids.size());
+    Archetype& to = s.archetype_for(sorted.span());
+    s.reserve_rows(to, 1);
+    // Nothing below throws until the observers.
+    const RowSlot slot = s.move_entity(e, *r, to);
+    for (std::size_t i = 0; i < ids.size(); ++i) put_value(s, slot, ids[i], values[i], false);
+    commit();
+    if (s.observes(to)) notify_spawned(s, e);
+}
+
+bool apply_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op) {
+    if (s.observes(ids)) return observed_remove(s, e, ids, op);
+    return ids.size() == 1 ? s.remove_one(e, ids[0], op) : s.remove(e, ids, op);
+}
+
+bool apply_despawn(Storage& s, Entity e) {
+    if (s.relations() != nullptr) [[unlikely]]
+        return despawn_related(s, e);
+    if (s.observed()) [[unlikely]] {
+        const EntityRecord* r = s.record(e);
+        if (r != nullptr && s.observes(*r)) return observed_despawn(s, e);
+    }
+    return s.despawn(e);
+}
+
+// ------------------------------------------------------------------------------- deferral
+
+void flush(Storage& s) {
+    // Observers of the changes applied here queue their own changes behind the rest, so one
+    // loop applies everything: no recursion however long the chain of reactions.
+    s.begin_defer();
+    struct Leave {
+        Storage& s;
+        ~Leave() { (void)s.leave_defer(); }
+    } leave{s};
+    std::exception_ptr cycle;
+    while (Command* c = s.deferred().front()) {
+        try {
+            apply_front(s, s.deferred(), c->entity, c->target);
+        } catch (const Error& error) {
+            if (error.code() != errc::hierarchy_cycle) throw;
+            if (!cycle) cycle = std::current_exception();
+        }
+    }
+    if (cycle) std::rethrow_exception(cycle);
+}
+
+void end_defer_noexcept(Storage& s) noexcept {
+    if (!s.leave_defer()) return;
+    try {
+        flush(s);
+    } catch (...) {
+        // The failing command and the rest stay queued; the next flush retries them.
+    }
+}
+
+void take_back_queued(Storage& s, std::size_t queue_mark, Storage::IndexMark index_mark) noexcept {
+    CommandQueue& q = s.deferred();
+    const std::span<const Command> queued = q.since(queue_mark);
+    // The pending entities of the queued spawns, newest first (each place command was pushed
+    // as its entity was made).
+    for (auto c = queued.rbegin(); c != queued.rend(); ++c) {
+        if (c->kind == Command::Kind::place) s.release_pending(index_mark, {&c->entity, 1});
+    }
+    q.truncate(queue_mark);
+}
+
+// -------------------------------------------------------------------- queued commands
+
+namespace {
+
+/// Pops the front command of `q` (its value moved out: nothing left to destroy).
+void pop_consumed(void* queue) noexcept {
+    auto& q = *static_cast<CommandQueue*>(queue);
+    q.front()->value = nullptr;
+    q.pop();
+}
+
+/// Pops `n` commands whose values were consumed.
+struct PopCall {
+    CommandQueue* q;
+    std::size_t n;
+    static void run(void* self) noexcept {
+        auto& p = *static_cast<PopCall*>(self);
+        for (std::size_t k = 0; k < p.n; ++k) pop_consumed(p.q);
+    }
+    Commit commit() noexcept { return {&PopCall::run, this}; }
+};
+
+/// The commands of one call at the front of `q`: the front one and the followers that belong
+/// to it (same kind and entity, `group` 0), at most `want`.
+std::size_t call_size(const CommandQueue& q, std::size_t want) noexcept {
+    const std::span<const Command> pending = q.pending();
+    const Command& head = pending[0];
+    std::size_t n = 1;
+    while (n < want && n < pending.size() && pending[n].kind == head.kind &&
+           pending[n].entity == head.entity && pending[n].group == 0) {
+        ++n;
+    }
+    return n;
+}
+
+}  // namespace
+
+Applied apply_front(Storage& s, CommandQueue& q, Entity target, Entity other) {
+    const Command cmd = *q.front();  // the queue may grow (and move) while observers run
+    const EntityRecord* r = s.record(target);
+    auto drop = [&q] {  // pops the front command, destroying a value it still owns
+        Command& c = *q.front();
+        if (c.value != nullptr && c.info->destroy != nullptr) c.info->destroy(c.value, 1);
+        c.value = nullptr;
+        q.pop();
+    };
+    switch (cmd.kind) {
+        case Command::Kind::place: {
+            if (r == nullptr || r->archetype != pending_archetype) {
+                drop();
+                return {0, 1};
+            }
+            // The spawn's components: the adds right behind it (all of them are queued before
+            // the place is, so a partial group can't happen).
+            const std::span<const Command> pending = q.pending();
+            std::size_t n = 0;
+            while (n < cmd.group && 1 + n < pending.size() &&
+                   pending[1 + n].kind == Command::Kind::add &&
+                   pending[1 + n].entity == cmd.entity) {
+                ++n;
+            }
+            ScratchArray<ComponentId> ids(n, s.resource());
+            ScratchArray<std::byte*> values(n, s.resource());
+            for (std::size_t k = 0; k < n; ++k) {
+                ids[k] = pending[1 + k].id;
+                values[k] = pending[1 + k].value;
+            }
+            PopCall pop{&q, n + 1};
+            apply_place(s, target, ids.span(), values.data(), pop.commit());
+            return {n + 1, 0};
+        }
+        case Command::Kind::despawn:
+            q.pop();
+            return apply_despawn(s, target) ? Applied{1, 0} : Applied{0, 1};
+        case Command::Kind::remove: {
+            if (r == nullptr) {
+                drop();
+                return {0, 1};
+            }
+            const std::size_t n = call_size(q, std::max<std::size_t>(cmd.group, 1));
+            const std::span<const Command> call = q.pending().first(n);
+            for (const Command& c : call) s.check_plain({&c.id, 1}, "World::remove");
+            const Archetype& from = s.archetype(r->archetype);
+            ScratchArray<ComponentId> buffer(n, s.resource());
+            std::size_t present = 0;
+            for (const Command& c : call) {
+                if (from.contains(c.id)) buffer[present++] = c.id;
+            }
+            const std::span<const ComponentId> ids(buffer.data(), present);
+            // Everything that can fail happens while the commands are still queued.
+            if (present != 0) s.reserve_rows(s.removal_target(s.archetype(r->archetype), ids), 1);
+            for (std::size_t k = 0; k < n; ++k) q.pop();
+            if (present == 0) return {0, n};
+            apply_remove(s, target, ids, "World::remove");
+            return {present, n - present};
+        }
+        case Command::Kind::add: {
+            if (r == nullptr) {
+                drop();
+                return {0, 1};
+            }
+            const std::size_t n = call_size(q, std::max<std::size_t>(cmd.group, 1));
+            const std::span<const Command> call = q.pending().first(n);
+            ScratchArray<ComponentId> ids(n, s.resource());
+            ScratchArray<std::byte*> values(n, s.resource());
+            for (std::size_t k = 0; k < n; ++k) {
+                ids[k] = call[k].id;
+                values[k] = call[k].value;
+            }
+            PopCall pop{&q, n};
+            apply_add(s, target, ids.span(), values.data(), "World::add", pop.commit());
+            return {n, 0};
+        }
+        case Command::Kind::relate:
+        case Command::Kind::unrelate: {
+            const bool all = cmd.kind == Command::Kind::unrelate && cmd.group != 0;
+            if (r == nullptr || (!all && s.record(other) == nullptr)) {
+                drop();  // the source or the target died meanwhile (or was never alive)
+                return {0, 1};
+            }
+            // The change pops the command once it can no longer fail (before its observers run).
+            const Commit pop{&pop_consumed, &q};
+            if (cmd.kind == Command::Kind::unrelate) {
+                const bool any = all ? relation_clear(s, *cmd.relation, target, pop) != 0
+                                     : relation_remove(s, *cmd.relation, target, other, pop);
+                return any ? Applied{1, 0} : Applied{0, 1};
+            }
+            try {
+                relation_add(s, *cmd.relation, target, other, cmd.value, pop);
+            } catch (const Error& error) {
+                if (error.code() == errc::hierarchy_cycle)
+                    drop();  // dropped, reported by the caller
+                throw;
+            }
+            return {1, 0};
+        }
+    }
+    return {0, 0};
+}
+
+}  // namespace tessera::detail
