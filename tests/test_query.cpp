@@ -450,34 +450,6 @@ TEST(Query, ChunksRangeExposesColumnsAndMembership) {
     for (ts::Entity e : z.v) EXPECT_EQ(z.w.get<Velocity>(e).dy, 0.0f);  // no Position
 }
 
-TEST(Query, ChunkMarkChangedAndTickQueriesAreStrict) {
-    ts::World w;
-    const ts::Entity a = w.spawn(Position{}, Velocity{});
-    const ts::Entity b = w.spawn(Position{}, Velocity{});
-    EXPECT_EQ(w.changed_tick<Position>(a), 1u);  // turns tracking on at tick 1
-    w.advance_tick();
-    w.advance_tick();  // tick 3
-    auto q = w.query<const Position&>();
-    for (ts::Chunk& c : q.chunks()) {
-        ASSERT_EQ(c.count(), 2u);
-        ASSERT_EQ(c.entities()[1], b);
-        c.mark_changed<Position>(1);
-        EXPECT_TRUE(c.changed_since<Position>(1, 2));
-        EXPECT_FALSE(c.changed_since<Position>(1, 3)) << "strict >";
-        EXPECT_FALSE(c.changed_since<Position>(0, 1));
-        EXPECT_TRUE(c.changed_since<Position>(0, 0));
-        EXPECT_TRUE(c.added_since<Position>(0, 0));
-        EXPECT_FALSE(c.added_since<Position>(0, 1)) << "strict >";
-        // Velocity: tracking is turned on by the call itself, stamping the current tick.
-        EXPECT_TRUE(c.changed_since<Velocity>(0, 2));
-        EXPECT_FALSE(c.changed_since<Velocity>(0, 3));
-    }
-    EXPECT_EQ(w.changed_tick<Position>(b), 3u);
-    EXPECT_EQ(w.changed_tick<Position>(a), 1u) << "mark_changed stamps only its row";
-    EXPECT_EQ(w.added_tick<Position>(b), 1u);
-    EXPECT_EQ(w.tick(), 3u) << "chunk tick queries do not advance the tick";
-}
-
 // =============================================================================================
 // Change ticks
 // =============================================================================================

@@ -2,6 +2,7 @@
 /// Includes every public header of tessera.
 #pragma once
 
+#include <tessera/chunk.hpp>
 #include <tessera/commands.hpp>
 #include <tessera/component.hpp>
 #include <tessera/dynamic.hpp>
