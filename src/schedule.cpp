@@ -73,6 +73,10 @@ void Schedule::run(World& world, tbb::task_arena& arena, float dt) {
 void Schedule::run_system(std::string_view name, World& world, float dt) {
     impl_->build();
     SystemEntry& s = impl_->get(name, "Schedule::run_system");
+    if (world.tick() > World::max_tick - 2) {  // the system's tick and the one after
+        throw Error(errc::limit_exceeded,
+                    "Schedule::run_system: the world tick is too close to World::max_tick");
+    }
     impl_->skipped = 0;
     impl_->prepare(s, world);
     impl_->check_resources(s, world, "Schedule::run_system");

@@ -17,6 +17,7 @@
 namespace tessera {
 
 using detail::history_size;
+using detail::phase_count;
 using detail::PhaseGraph;
 using detail::PhaseRun;
 using detail::SystemEntry;
@@ -305,6 +306,12 @@ void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_a
 
 void Schedule::Impl::run(World& w, int workers, tbb::task_arena* arena, float dt) {
     build();
+    // A frame takes at most a tick per system and one per phase: refuse it, before anything
+    // runs, when that would take the world tick past World::max_tick.
+    if (w.tick() > World::max_tick - (systems.size() + phase_count)) {
+        throw Error(errc::limit_exceeded,
+                    "Schedule::run: the world tick is too close to World::max_tick for a frame");
+    }
     skipped = 0;
     struct EndFrame {  // the frame ends with the event queues' update, failure or not
         World& w;

@@ -2,6 +2,7 @@
 // compact little-endian form; flat values are copied as they lie in memory when the saved
 // layout matches the program's.
 #include "serialize_image.hpp"
+#include "utf8.hpp"
 
 #include <tessera/dynamic.hpp>
 #include <tessera/error.hpp>
@@ -14,6 +15,7 @@
 #include <bit>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -145,14 +147,35 @@ void compare_binary(Reader& r, const Schema& schema, const std::string& componen
     }
 }
 
-void write_fields(Writer& w, const Schema& schema, const std::byte* v) {
+// "entity 3:1, component 'Label'": where a value is, for messages.
+std::string place(Entity e, const ComponentInfo& info) {
+    return "entity " + std::to_string(e.index) + ":" + std::to_string(e.generation) +
+           ", component '" + std::string(info.name) + "'";
+}
+
+// Throws (naming `op`, the value's place and field `f`) unless `text` is valid UTF-8.
+template <class Where>
+void check_text(std::string_view text, const FieldInfo& f, const char* op, const Where& where) {
+    if (const std::size_t at = invalid_utf8_at(text); at != std::string_view::npos) {
+        fail(op, where() + ": field '" + std::string(f.name) +
+                     "': the text is not valid UTF-8 (byte " + std::to_string(at) + ")");
+    }
+}
+
+// Writes a value field by field; `where()` names it should a string not be valid UTF-8 (C++
+// code may have written anything there; a loader would refuse it).
+template <class Where>
+void write_fields(Writer& w, const Schema& schema, const std::byte* v, const Where& where) {
     each_element(schema, v, [&](const FieldInfo& f, const std::byte* p) {
-        if (f.type == Field::record)
-            write_fields(w, *f.schema, p);
-        else if (f.type == Field::string)
-            w.text(*reinterpret_cast<const std::string*>(p));
-        else
+        if (f.type == Field::record) {
+            write_fields(w, *f.schema, p, where);
+        } else if (f.type == Field::string) {
+            const std::string& text = *reinterpret_cast<const std::string*>(p);
+            check_text(text, f, "save", where);
+            w.text(text);
+        } else {
             w.bytes(p, field_size(f.type));
+        }
     });
 }
 
@@ -180,12 +203,17 @@ bool needs_check(const Schema& schema) {
     });
 }
 
-void read_fields(Reader& r, const Schema& schema, std::byte* v, std::size_t n_strings) {
+// Reads a value field by field; `where()` names it should a string not be valid UTF-8.
+template <class Where>
+void read_fields(Reader& r, const Schema& schema, std::byte* v, std::size_t n_strings,
+                 const Where& where) {
     each_element(schema, v, [&](const FieldInfo& f, std::byte* p) {
         if (f.type == Field::record) {
-            read_fields(r, *f.schema, p, n_strings);
+            read_fields(r, *f.schema, p, n_strings, where);
         } else if (f.type == Field::string) {
-            *reinterpret_cast<std::string*>(p) = r.text();
+            std::string text = r.text();
+            check_text(text, f, "load", where);
+            *reinterpret_cast<std::string*>(p) = std::move(text);
         } else {
             const std::size_t size = field_size(f.type);
             std::memcpy(p, r.take(size), size);
@@ -280,8 +308,10 @@ std::vector<std::byte> save_binary(const Storage& s, const char* op) {
             } else if (info.schema->flat) {
                 w.bytes(col.data, std::size_t{a.size} * col.size);
             } else {
-                for (std::uint32_t r = 0; r < a.size; ++r)
-                    write_fields(w, *info.schema, col.data + std::size_t{r} * col.size);
+                for (std::uint32_t r = 0; r < a.size; ++r) {
+                    write_fields(w, *info.schema, col.data + std::size_t{r} * col.size,
+                                 [&] { return place(a.entities[r], info); });
+                }
             }
             if (col.enabled != nullptr) w.bytes(col.enabled, a.size);
             if (col.changed != nullptr) {
@@ -314,14 +344,17 @@ public:
             }
             return;
         }
-        construct_rows(info, dst, n, b, [&](std::uint32_t, std::byte* v) {
+        construct_rows(info, dst, n, b, [&](std::uint32_t row, std::byte* v) {
             if (sc.codec == Codec::targets) {
                 auto& list = *reinterpret_cast<Targets*>(v);
                 const std::uint32_t count = r_.count(sizeof(Entity));
                 list.reserve(count);
                 for (std::uint32_t i = 0; i < count; ++i) list.push_back(r_.get<Entity>());
             } else {
-                read_fields(r_, *info.schema, v, n_strings);
+                read_fields(r_, *info.schema, v, n_strings, [&] {
+                    const std::uint32_t index = image_.archetypes[ai].entities[row];
+                    return place(Entity{index, image_.generations[index]}, info);
+                });
             }
         });
     }

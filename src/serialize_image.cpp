@@ -1,6 +1,7 @@
 // The world image (serialize_image.hpp): scanning a world to save it, and building a world from a
 // loaded image, checking everything, then swapping it into the target.
 #include "serialize_image.hpp"
+#include "utf8.hpp"
 
 #include <tessera/dynamic.hpp>
 #include <tessera/error.hpp>
@@ -104,6 +105,7 @@ std::vector<std::uint32_t> permanent_list(const Storage& s) {
 
 SavedComponent resolve_component(const std::string& name, const std::string& kind, bool tracked,
                                  const char* op) {
+    if (!valid_utf8(name)) fail(op, "a component name is not valid UTF-8");
     const ComponentId id = find_component(name);
     if (!id.valid())
         fail(op,
@@ -216,7 +218,16 @@ void check_relations(const Image& image, Storage& b, const char* op) {
 void build(const Image& image, ColumnSource& columns, Storage& b, const char* op) {
     const std::size_t n_records = image.generations.size();
     if (n_records >= 0xFFFFFFFEu) fail(op, "too many entities");
+    // A tick at the top leaves no room to advance (World::advance_tick would throw at once).
+    if (image.tick >= World::max_tick)
+        fail(op, "tick " + std::to_string(image.tick) +
+                     " leaves no room to advance (a loaded tick must be below World::max_tick, "
+                     "2^63 - 1)");
     for (std::size_t i = 0; i < image.strings.size(); ++i) {
+        if (const std::size_t at = invalid_utf8_at(image.strings[i]); at != std::string::npos) {
+            fail(op, "string " + std::to_string(i + 1) + " is not valid UTF-8 (byte " +
+                         std::to_string(at) + ")");
+        }
         if (b.strings().intern(image.strings[i]) != i + 1)
             fail(op, "string " + std::to_string(i + 1) + " is empty or repeated");
     }

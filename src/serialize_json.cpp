@@ -1,6 +1,7 @@
 // JSON snapshots (serialize.hpp: to_json, from_json): the world image (serialize_image.hpp) as
 // an nlohmann::json document, with field descriptions and values by field name.
 #include "serialize_image.hpp"
+#include "utf8.hpp"
 
 #include <tessera/detail/field_value.hpp>
 #include <tessera/dynamic.hpp>
@@ -14,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -77,14 +79,75 @@ std::string field_mismatch(const json& d, const Schema& schema, const std::strin
 
 // ---------------------------------------------------------------------- JSON values
 
-json scalar_to_json(Field t, const std::byte* p, const StringTable* strings) {
+using Bad = std::function<void(const std::string&)>;
+
+// Floats are written so that loading gives back the same bits: a finite value as a JSON number
+// (the shortest text that parses back to the same double; an f32 widened to double first, which
+// is exact), an infinity as "inf" or "-inf", and a NaN as "nan:0x" and its bits in hex (8 digits
+// for f32, 16 for f64: sign, quiet bit and payload kept).
+template <class T>
+json float_to_json(T v) {
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    if (!std::isnan(v)) return static_cast<double>(v);
+    using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    Bits bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    char text[32];
+    const int n =
+        std::snprintf(text, sizeof text, "nan:0x%0*llx", static_cast<int>(2 * sizeof bits),
+                      static_cast<unsigned long long>(bits));
+    return std::string(text, static_cast<std::size_t>(n));
+}
+
+// Reads a float written by float_to_json, or a plain number ("nan", "inf" and "-inf" too).
+template <class T>
+T float_from_json(const json& j, const Bad& bad) {
+    using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    const char* type = sizeof(T) == 4 ? "f32" : "f64";
+    if (j.is_number()) {
+        const double d = j.get<double>();
+        if (sizeof(T) == 4 && std::isfinite(d) && std::fabs(d) > std::numeric_limits<float>::max())
+            bad(std::string("out of the range of ") + type);
+        return static_cast<T>(d);
+    }
+    if (!j.is_string()) bad("not a number");
+    const std::string& s = j.get_ref<const std::string&>();
+    if (s == "nan") return std::numeric_limits<T>::quiet_NaN();
+    if (s == "inf") return std::numeric_limits<T>::infinity();
+    if (s == "-inf") return -std::numeric_limits<T>::infinity();
+    const std::string_view prefix = "nan:0x";
+    if (s.size() <= prefix.size() || s.size() > prefix.size() + 2 * sizeof(Bits) ||
+        s.compare(0, prefix.size(), prefix) != 0)
+        bad("not a number");
+    Bits bits = 0;
+    for (std::size_t i = prefix.size(); i < s.size(); ++i) {
+        const char c = s[i];
+        const int digit = c >= '0' && c <= '9'   ? c - '0'
+                          : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                          : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                 : -1;
+        if (digit < 0) bad("not a number");
+        bits = static_cast<Bits>(bits << 4 | static_cast<Bits>(digit));
+    }
+    T v;
+    std::memcpy(&v, &bits, sizeof v);
+    if (!std::isnan(v)) bad("'" + s + "' is not the bits of an " + type + " NaN");
+    return v;
+}
+
+json scalar_to_json(Field t, const std::byte* p, const StringTable* strings, const Bad& bad) {
     if (t == Field::record) return nullptr;
+    if (t == Field::string) {
+        const std::string& text = *reinterpret_cast<const std::string*>(p);
+        // (C++ code may have written anything there; JSON text must be UTF-8.)
+        if (const std::size_t at = invalid_utf8_at(text); at != std::string::npos)
+            bad("the text is not valid UTF-8 (byte " + std::to_string(at) + ")");
+        return text;
+    }
     return visit_scalar(t, p, [&](const auto& v) -> json {
         using V = std::remove_cvref_t<decltype(v)>;
         if constexpr (std::is_floating_point_v<V>) {
-            if (std::isnan(v)) return "nan";
-            if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-            return static_cast<double>(v);
+            return float_to_json(v);
         } else if constexpr (std::is_same_v<V, StringId>) {
             return v.value == 0 || strings == nullptr ? std::string()
                                                       : std::string(strings->get(v.value));
@@ -94,12 +157,16 @@ json scalar_to_json(Field t, const std::byte* p, const StringTable* strings) {
     });
 }
 
-json value_to_json(const Schema& schema, const std::byte* v, const StringTable* strings) {
+json value_to_json(const Schema& schema, const std::byte* v, const StringTable* strings,
+                   const Bad& bad) {
     json out = json::object();
     for (const FieldInfo& f : schema.fields) {
+        const Bad field_bad = [&](const std::string& why) {
+            bad("field '" + std::string(f.name) + "': " + why);
+        };
         auto one = [&](const std::byte* p) {
-            return f.type == Field::record ? value_to_json(*f.schema, p, strings)
-                                           : scalar_to_json(f.type, p, strings);
+            return f.type == Field::record ? value_to_json(*f.schema, p, strings, field_bad)
+                                           : scalar_to_json(f.type, p, strings, field_bad);
         };
         if (f.count == 1) {
             out[std::string(f.name)] = one(v + f.offset);
@@ -115,7 +182,7 @@ json value_to_json(const Schema& schema, const std::byte* v, const StringTable* 
 
 // Parses one scalar into `p` (already holding a value-initialised value), or throws `why`.
 void json_to_scalar(const json& j, Field t, std::byte* p, const StringTable& strings,
-                    const std::function<void(const std::string&)>& bad) {
+                    const Bad& bad) {
     auto integer = [&]<class T>(T*) {
         T x{};
         if (j.is_number_unsigned()) {
@@ -137,25 +204,14 @@ void json_to_scalar(const json& j, Field t, std::byte* p, const StringTable& str
         }
         std::memcpy(p, &x, sizeof(T));
     };
-    auto real = [&]() -> double {
-        if (j.is_number()) return j.get<double>();
-        if (j.is_string()) {
-            const std::string s = j.get<std::string>();
-            if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
-            if (s == "inf") return std::numeric_limits<double>::infinity();
-            if (s == "-inf") return -std::numeric_limits<double>::infinity();
-        }
-        bad("not a number");
-        return 0;
-    };
     switch (t) {
         case Field::f32: {
-            const auto x = static_cast<float>(real());
+            const auto x = float_from_json<float>(j, bad);
             std::memcpy(p, &x, 4);
             return;
         }
         case Field::f64: {
-            const double x = real();
+            const auto x = float_from_json<double>(j, bad);
             std::memcpy(p, &x, 8);
             return;
         }
@@ -179,16 +235,20 @@ void json_to_scalar(const json& j, Field t, std::byte* p, const StringTable& str
             std::memcpy(p, &id, 4);
             return;
         }
-        case Field::string:
+        case Field::string: {
             if (!j.is_string()) bad("not a string");
-            *reinterpret_cast<std::string*>(p) = j.get<std::string>();
+            const std::string& text = j.get_ref<const std::string&>();
+            if (const std::size_t at = invalid_utf8_at(text); at != std::string::npos)
+                bad("the text is not valid UTF-8 (byte " + std::to_string(at) + ")");
+            *reinterpret_cast<std::string*>(p) = text;
             return;
+        }
         case Field::record: break;
     }
 }
 
 void json_to_value(const json& j, const Schema& schema, std::byte* v, const StringTable& strings,
-                   const std::function<void(const std::string&)>& bad) {
+                   const Bad& bad) {
     if (!j.is_object()) bad("a value is not an object");
     for (const FieldInfo& f : schema.fields) {
         const auto it = j.find(std::string(f.name));
@@ -216,6 +276,10 @@ void json_to_value(const json& j, const Schema& schema, std::byte* v, const Stri
 // --------------------------------------------------------------------------- JSON
 
 constexpr const char* json_format = "tessera-world";
+
+std::string entity_text(Entity e) {
+    return std::to_string(e.index) + ":" + std::to_string(e.generation);
+}
 
 json entity_json(Entity e) {
     return json::array({e.index, e.generation});
@@ -269,7 +333,12 @@ json save_json(const Storage& s, const char* op) {
             }
             const Column& col = a.columns[static_cast<std::uint32_t>(slot)];
             json column = json::array();
-            for (std::uint32_t r = 0; r < a.size; ++r) {
+            std::uint32_t r = 0;
+            const Bad bad = [&](const std::string& why) {
+                fail(op, "entity " + entity_text(a.entities[r]) + ", component " +
+                             std::string(info.name) + ": " + why);
+            };
+            for (; r < a.size; ++r) {
                 const std::byte* v = col.data + std::size_t{r} * col.size;
                 if (info.relation != nullptr) {
                     json list = json::array();
@@ -277,7 +346,7 @@ json save_json(const Storage& s, const char* op) {
                         list.push_back(entity_json(t));
                     column.push_back(std::move(list));
                 } else {
-                    column.push_back(value_to_json(*info.schema, v, s.strings_if()));
+                    column.push_back(value_to_json(*info.schema, v, s.strings_if(), bad));
                 }
             }
             values.push_back(std::move(column));
@@ -358,7 +427,9 @@ public:
         construct_rows(*sc.info, dst, n, b, [&](std::uint32_t r, std::byte* v) {
             const json& j = column[r];
             auto bad = [&](const std::string& why) {
-                fail(op_, "component '" + std::string(sc.info->name) + "', row " +
+                const std::uint32_t index = image_.archetypes[ai].entities[r];
+                fail(op_, "entity " + entity_text(Entity{index, image_.generations[index]}) +
+                              ", component '" + std::string(sc.info->name) + "', row " +
                               std::to_string(r) + ": " + why);
             };
             if (sc.codec == Codec::targets) {

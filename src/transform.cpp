@@ -88,6 +88,10 @@ void detail::set_propagation_mode(World& world, PropagationMode mode) {
 }
 
 std::size_t propagate_transforms(World& world) {
+    // The call ends by advancing the tick: refuse it, before anything changes, at the top.
+    if (world.tick() >= World::max_tick)
+        throw Error(errc::limit_exceeded,
+                    "propagate_transforms: the world tick is at World::max_tick");
     detail::TransformState& state = detail::transform_state(world);
     return detail::Propagation(world, state).run();
 }

@@ -1,6 +1,9 @@
 // Tests for include/tessera/query.hpp: terms, filters, iteration forms, incremental matching,
 // change filters, QuerySpec + collect_chunks, allocation-freedom and a randomized model test.
 #include <tessera/query.hpp>
+#include <tessera/serialize.hpp>
+
+#include <nlohmann/json.hpp>
 
 #include "common/counting_resource.hpp"
 
@@ -1218,4 +1221,37 @@ TEST(Query, ChunksOfATemporaryQuery) {
         rows += c.count();
     }
     EXPECT_EQ(rows, 3u);
+}
+
+namespace {
+// A world at tick `tick` (an empty world, loaded from a snapshot that says so).
+void load_at_tick(ts::World& w, std::uint64_t tick) {
+    ts::World src;
+    nlohmann::json j = ts::to_json(src);
+    j["tick"] = tick;
+    ts::from_json(j, w);
+}
+}  // namespace
+
+TEST(Query, ChangeFilterRunAtMaxTickIsLimitExceededBeforeItRuns) {
+    ts::World w;
+    load_at_tick(w, ts::World::max_tick - 1);
+    w.advance_tick();  // to the top
+    w.spawn(Position{1, 2});
+    auto changed = w.query<const Position&>().changed<Position>();
+    int calls = 0;
+    try {
+        changed.each([&](const Position&) { ++calls; });
+        ADD_FAILURE() << "the run would have advanced the tick past World::max_tick";
+    } catch (const ts::Error& e) {
+        EXPECT_EQ(e.code(), ts::errc::limit_exceeded);
+    }
+    EXPECT_EQ(calls, 0);
+    EXPECT_EQ(w.tick(), ts::World::max_tick);
+    // A query without a since-last-run filter doesn't advance the tick: it runs.
+    w.query<Position&>().each([&](Position& p) {
+        p.x = 3;
+        ++calls;
+    });
+    EXPECT_EQ(calls, 1);
 }

@@ -91,8 +91,10 @@ public:
     /// False when no row of block `block` (`tick_block` rows) of `a` can pass the change
     /// filters, by the block bounds of their changed ticks.
     [[nodiscard]] bool block_passes(const Archetype& a, std::size_t block) const noexcept;
-    /// Called when a run starts and ends: "since the last run" bookkeeping.
-    void begin_run() noexcept;
+    /// Called when a run starts and ends: "since the last run" bookkeeping. A run outside
+    /// systems with a since-last-run filter advances the world tick at its end, so `begin_run`
+    /// throws Error(limit_exceeded) when the tick is at `World::max_tick`, before anything runs.
+    void begin_run();
     void end_run() noexcept;
     /// Runs made by a system of a schedule: `since` is the system's previous tick and writes
     /// are stamped with `tick`; the query then neither defers the world nor advances its tick
