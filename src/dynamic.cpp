@@ -8,6 +8,8 @@
 #include <tessera/error.hpp>
 #include <tessera/reflect.hpp>
 
+#include "utf8.hpp"
+
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -124,6 +126,11 @@ char* StringTable::store(std::string_view s) {
 
 std::uint32_t StringTable::intern(std::string_view s) {
     if (const std::uint32_t known = find(s); known != 0xFFFFFFFFu) return known;
+    // Every string in the table is valid UTF-8, so a world can always be written as JSON.
+    if (const std::size_t at = detail::invalid_utf8_at(s); at != std::string_view::npos)
+        throw Error(
+            errc::invalid_argument,
+            "StringTable::intern: the text is not valid UTF-8 (byte " + std::to_string(at) + ")");
     if (strings_.size() >= 0xFFFFFFF0u)
         throw Error(errc::limit_exceeded, "StringTable::intern: the table is full");
     if ((strings_.size() + 1) * 2 > slots_.size()) grow_slots();
@@ -211,6 +218,9 @@ FieldRef resolve_field(ComponentId id, std::string_view path, const char* op) {
         rest = end == std::string_view::npos ? std::string_view() : rest.substr(end);
         bool element = false;
         if (!rest.empty() && rest[0] == '[') {
+            if (f->count <= 1)
+                bad_field(op, info, path,
+                          "'" + std::string(f->name) + "' is not an array: it takes no index");
             const std::size_t close = rest.find(']');
             std::uint64_t index = 0;
             const std::string_view digits =
@@ -307,6 +317,10 @@ void write_value(Storage& s, std::byte* p, const FieldInfo& f, const FieldValue&
     auto range = [&] {
         fail("the value is out of the range of " + std::string(to_string(f.type)));
     };
+    auto check_text = [&] {
+        if (const std::size_t at = invalid_utf8_at(v.s); at != std::string_view::npos)
+            fail("the text is not valid UTF-8 (byte " + std::to_string(at) + ")");
+    };
     auto put_int = [&]<class T>(T*) {
         if (!integer) wrong();
         if (!fits<T>(v)) range();
@@ -348,6 +362,7 @@ void write_value(Storage& s, std::byte* p, const FieldInfo& f, const FieldValue&
         case Field::str: {
             std::uint32_t id = 0;
             if (v.kind == K::text) {
+                check_text();
                 id = s.strings().intern(v.s);
             } else if (v.kind == K::string_id) {
                 const StringTable* table = s.strings_if();
@@ -362,6 +377,7 @@ void write_value(Storage& s, std::byte* p, const FieldInfo& f, const FieldValue&
         }
         case Field::string:
             if (v.kind != K::text) wrong();
+            check_text();
             reinterpret_cast<std::string*>(p)->assign(v.s);
             return;
         case Field::record: wrong();

@@ -72,8 +72,14 @@ bool QueryState::block_passes(const Archetype& a, std::size_t block) const noexc
     return true;
 }
 
-void QueryState::begin_run() noexcept {
-    if (!system_) run_since_ = last_run_;
+void QueryState::begin_run() {
+    if (system_) return;
+    if (since_last_run_ && storage_->tick() >= World::max_tick) {
+        throw Error(errc::limit_exceeded,
+                    "Query: a run with a change filter advances the world tick, which is at "
+                    "World::max_tick");
+    }
+    run_since_ = last_run_;
 }
 
 void QueryState::end_run() noexcept {

@@ -8,6 +8,8 @@
 #include <tessera/error.hpp>
 #include <tessera/reflect.hpp>
 
+#include "utf8.hpp"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -163,11 +165,19 @@ void check_definition(std::string_view name, std::span<const FieldDef> fields,
         throw Error(errc::invalid_argument,
                     "World::component(\"" + std::string(name) + "\"): " + why);
     };
+    // Names are written to JSON snapshots: they must be valid UTF-8 (and the message must not
+    // repeat a name that isn't).
+    if (const std::size_t at = invalid_utf8_at(name); at != std::string_view::npos) {
+        throw Error(errc::invalid_argument, "World::component: the name is not valid UTF-8 (byte " +
+                                                std::to_string(at) + ")");
+    }
     if (name.empty()) fail("a component needs a name");
     if (fields.size() > 1024) fail("more than 1024 fields");
     for (std::size_t i = 0; i < fields.size(); ++i) {
         const FieldDef& f = fields[i];
         if (f.name.empty()) fail("field " + std::to_string(i) + " has no name");
+        if (!valid_utf8(f.name))
+            fail("the name of field " + std::to_string(i) + " is not valid UTF-8");
         if (!runtime_type(f.type)) {
             fail("field '" + std::string(f.name) + "' has type " + std::string(to_string(f.type)) +
                  ", which only reflected C++ structs can hold (runtime fields are f32 f64 i8 i16 "

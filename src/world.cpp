@@ -171,7 +171,9 @@ std::uint64_t World::tick() const noexcept {
     return storage_->tick();
 }
 
-std::uint64_t World::advance_tick() noexcept {
+std::uint64_t World::advance_tick() {
+    if (storage_->tick() >= max_tick)
+        throw Error(errc::limit_exceeded, "World::advance_tick: the tick is at World::max_tick");
     return storage_->advance_tick();
 }
 

@@ -2,6 +2,8 @@
 // queries from ids, and the errors of each.
 #include <tessera/tessera.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <gtest/gtest.h>
 
 #include "common/error_of.hpp"
@@ -384,4 +386,82 @@ TEST(StringTable, InternGetFind) {
     ts::StringTable copy(t);
     EXPECT_EQ(copy.size(), t.size());
     EXPECT_EQ(copy.find("s17"), t.find("s17"));
+}
+
+namespace {
+
+// Byte sequences that are not UTF-8: a stray continuation byte, bytes never used, an overlong
+// form, a surrogate, a code point past U+10FFFF, a truncated sequence.
+const std::vector<std::string> not_utf8 = {"\x80",         "a\xff",
+                                           "\xc0\xaf",     "\xe0\x80\xaf",
+                                           "\xed\xa0\x80", "\xf4\x90\x80\x80",
+                                           "ok \xe2\x82",  "\xf8\x88\x80\x80\x80"};
+
+}  // namespace
+
+TEST(StringTable, InternRefusesInvalidUtf8AndStaysAsItWas) {
+    ts::StringTable t;
+    const std::uint32_t a = t.intern("alpha");
+    for (const std::string& s : not_utf8) {
+        EXPECT_EQ(error_of([&] { (void)t.intern(s); }), ts::errc::invalid_argument) << s;
+        EXPECT_EQ(t.find(s), 0xFFFFFFFFu);
+    }
+    EXPECT_EQ(t.size(), 2u);
+    EXPECT_EQ(t.intern("alpha"), a);
+    for (const std::string s : {"h\xc3\xa9llo", "\xe6\x97\xa5\xe6\x9c\xac", "\xf0\x9f\x98\x80",
+                                "\x7f", "\xf4\x8f\xbf\xbf", "\xed\x9f\xbf"})
+        EXPECT_EQ(t.get(t.intern(s)), s);  // é, 日本, 😀, DEL, U+10FFFF, U+D7FF
+}
+
+TEST(Dynamic, SetFieldRefusesInvalidUtf8NamingTheFieldAndChangesNothing) {
+    ts::World w;
+    const ts::ComponentId name = w.component("DynName", {{"value", ts::Field::str}});
+    const ts::Entity e = w.spawn();
+    w.add(e, name);
+    w.set_field(e, name, "value", "Ayla");
+    const std::size_t strings = w.strings().size();
+    for (const std::string& s : not_utf8) {
+        try {
+            w.set_field(e, name, "value", s);
+            ADD_FAILURE() << "expected invalid_argument";
+        } catch (const ts::Error& err) {
+            EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+            const std::string what = err.what();
+            EXPECT_NE(what.find("DynName"), std::string::npos) << what;
+            EXPECT_NE(what.find("value"), std::string::npos) << what;
+            EXPECT_NE(what.find(std::to_string(e.index) + ":" + std::to_string(e.generation)),
+                      std::string::npos)
+                << what;
+        }
+    }
+    EXPECT_EQ(w.get_field<std::string_view>(e, name, "value"), "Ayla");
+    EXPECT_EQ(w.strings().size(), strings);
+    EXPECT_NO_THROW((void)ts::to_json(w).dump());
+    w.set_field(e, name, "value", "h\xc3\xa9llo");
+    EXPECT_EQ(w.get_field<std::string_view>(e, name, "value"), "h\xc3\xa9llo");
+}
+
+TEST(Dynamic, ComponentAndFieldNamesMustBeUtf8) {
+    ts::World w;
+    EXPECT_EQ(error_of([&] {
+                  (void)w.component("DynBad\xff", {{"x", ts::Field::i32}});
+              }),
+              ts::errc::invalid_argument);
+    EXPECT_EQ(error_of([&] {
+                  (void)w.component("DynBadField", {{"x\xc0\xaf", ts::Field::i32}});
+              }),
+              ts::errc::invalid_argument);
+}
+
+TEST(Dynamic, AnIndexOnAFieldThatIsNotAnArrayIsABadPath) {
+    ts::World w;
+    const ts::ComponentId h = health_of(w);
+    const ts::Entity e = w.spawn();
+    w.add(e, h);
+    w.set_field(e, h, "hp", 7);
+    EXPECT_EQ(error_of([&] { w.set_field(e, h, "hp[0]", 1); }), ts::errc::invalid_argument);
+    EXPECT_EQ(error_of([&] { w.set_field(e, h, "hp[1]", 1); }), ts::errc::invalid_argument);
+    EXPECT_EQ(error_of([&] { (void)w.get_field<std::int32_t>(e, h, "hp[0]"); }),
+              ts::errc::invalid_argument);
+    EXPECT_EQ(w.get_field<std::int32_t>(e, h, "hp"), 7);
 }

@@ -1,6 +1,9 @@
 // Tests for include/tessera/query.hpp: terms, filters, iteration forms, incremental matching,
 // change filters, QuerySpec + collect_chunks, allocation-freedom and a randomized model test.
 #include <tessera/query.hpp>
+#include <tessera/serialize.hpp>
+
+#include <nlohmann/json.hpp>
 
 #include "common/counting_resource.hpp"
 
@@ -448,34 +451,6 @@ TEST(Query, ChunksRangeExposesColumnsAndMembership) {
     EXPECT_EQ(rows, 9u);
     for (ts::Entity e : z.pv) EXPECT_EQ(z.w.get<Velocity>(e).dy, 42.0f);
     for (ts::Entity e : z.v) EXPECT_EQ(z.w.get<Velocity>(e).dy, 0.0f);  // no Position
-}
-
-TEST(Query, ChunkMarkChangedAndTickQueriesAreStrict) {
-    ts::World w;
-    const ts::Entity a = w.spawn(Position{}, Velocity{});
-    const ts::Entity b = w.spawn(Position{}, Velocity{});
-    EXPECT_EQ(w.changed_tick<Position>(a), 1u);  // turns tracking on at tick 1
-    w.advance_tick();
-    w.advance_tick();  // tick 3
-    auto q = w.query<const Position&>();
-    for (ts::Chunk& c : q.chunks()) {
-        ASSERT_EQ(c.count(), 2u);
-        ASSERT_EQ(c.entities()[1], b);
-        c.mark_changed<Position>(1);
-        EXPECT_TRUE(c.changed_since<Position>(1, 2));
-        EXPECT_FALSE(c.changed_since<Position>(1, 3)) << "strict >";
-        EXPECT_FALSE(c.changed_since<Position>(0, 1));
-        EXPECT_TRUE(c.changed_since<Position>(0, 0));
-        EXPECT_TRUE(c.added_since<Position>(0, 0));
-        EXPECT_FALSE(c.added_since<Position>(0, 1)) << "strict >";
-        // Velocity: tracking is turned on by the call itself, stamping the current tick.
-        EXPECT_TRUE(c.changed_since<Velocity>(0, 2));
-        EXPECT_FALSE(c.changed_since<Velocity>(0, 3));
-    }
-    EXPECT_EQ(w.changed_tick<Position>(b), 3u);
-    EXPECT_EQ(w.changed_tick<Position>(a), 1u) << "mark_changed stamps only its row";
-    EXPECT_EQ(w.added_tick<Position>(b), 1u);
-    EXPECT_EQ(w.tick(), 3u) << "chunk tick queries do not advance the tick";
 }
 
 // =============================================================================================
@@ -1246,4 +1221,37 @@ TEST(Query, ChunksOfATemporaryQuery) {
         rows += c.count();
     }
     EXPECT_EQ(rows, 3u);
+}
+
+namespace {
+// A world at tick `tick` (an empty world, loaded from a snapshot that says so).
+void load_at_tick(ts::World& w, std::uint64_t tick) {
+    ts::World src;
+    nlohmann::json j = ts::to_json(src);
+    j["tick"] = tick;
+    ts::from_json(j, w);
+}
+}  // namespace
+
+TEST(Query, ChangeFilterRunAtMaxTickIsLimitExceededBeforeItRuns) {
+    ts::World w;
+    load_at_tick(w, ts::World::max_tick - 1);
+    w.advance_tick();  // to the top
+    w.spawn(Position{1, 2});
+    auto changed = w.query<const Position&>().changed<Position>();
+    int calls = 0;
+    try {
+        changed.each([&](const Position&) { ++calls; });
+        ADD_FAILURE() << "the run would have advanced the tick past World::max_tick";
+    } catch (const ts::Error& e) {
+        EXPECT_EQ(e.code(), ts::errc::limit_exceeded);
+    }
+    EXPECT_EQ(calls, 0);
+    EXPECT_EQ(w.tick(), ts::World::max_tick);
+    // A query without a since-last-run filter doesn't advance the tick: it runs.
+    w.query<Position&>().each([&](Position& p) {
+        p.x = 3;
+        ++calls;
+    });
+    EXPECT_EQ(calls, 1);
 }

@@ -97,7 +97,7 @@ TEST(Reflect, BadPathsAreInvalidArgument) {
     const ts::ComponentId unit = ts::component_id<game::Unit>();
     const ts::Entity e = w.spawn(game::Unit{});
     for (const char* path : {"pos", "rgb", "rgb[3]", "rgb[x]", "rgb[", "pos.z", "hp.x", "unsaved",
-                             "pos.", "rgb[0]x"}) {
+                             "pos.", "rgb[0]x", "hp[0]", "pos[0].x", "team[0]"}) {
         try {
             w.set_field(e, unit, path, 1.0f);
             ADD_FAILURE() << path << " was accepted";
@@ -106,4 +106,19 @@ TEST(Reflect, BadPathsAreInvalidArgument) {
         }
     }
     EXPECT_EQ(w.get<game::Unit>(e).hp, 0);
+}
+
+TEST(Reflect, StringFieldRefusesInvalidUtf8) {
+    ts::World w;
+    const ts::ComponentId unit = ts::component_id<game::Unit>();
+    const ts::Entity e = w.spawn(game::Unit{});
+    w.set_field(e, unit, "title", "Captain");
+    try {
+        w.set_field(e, unit, "title", "Cap\xfftain");
+        ADD_FAILURE() << "invalid UTF-8 was accepted";
+    } catch (const ts::Error& err) {
+        EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+        EXPECT_NE(std::string(err.what()).find("title"), std::string::npos) << err.what();
+    }
+    EXPECT_EQ(w.get<game::Unit>(e).title, "Captain");
 }

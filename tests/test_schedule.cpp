@@ -3,6 +3,8 @@
 // per-system change ticks.
 #include <tessera/tessera.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <gtest/gtest.h>
 
 #include <tbb/global_control.h>
@@ -1231,4 +1233,36 @@ TEST(SchedulePhase, NamesAreTheEnumeratorsAsWritten) {
     EXPECT_STREQ(ts::phase_name(ts::Phase::update), "update");
     EXPECT_STREQ(ts::phase_name(ts::Phase::post_update), "post_update");
     EXPECT_STREQ(ts::phase_name(ts::Phase::manual), "manual");
+}
+
+namespace {
+// A world at tick `tick` (an empty world, loaded from a snapshot that says so).
+void load_at_tick(ts::World& w, std::uint64_t tick) {
+    ts::World src;
+    nlohmann::json j = ts::to_json(src);
+    j["tick"] = tick;
+    ts::from_json(j, w);
+}
+}  // namespace
+
+TEST(Schedule, RunWithoutRoomForAFrameOfTicksIsLimitExceededBeforeAnythingRuns) {
+    ts::World w;
+    load_at_tick(w, ts::World::max_tick - 1);
+    ts::Schedule schedule;
+    int runs = 0;
+    schedule.add("counter", [&](ts::World&) { ++runs; });
+    try {
+        schedule.run(w);
+        ADD_FAILURE() << "the frame would have taken the tick past World::max_tick";
+    } catch (const ts::Error& e) {
+        EXPECT_EQ(e.code(), ts::errc::limit_exceeded);
+    }
+    try {
+        schedule.run_system("counter", w);
+        ADD_FAILURE() << "the run would have taken the tick past World::max_tick";
+    } catch (const ts::Error& e) {
+        EXPECT_EQ(e.code(), ts::errc::limit_exceeded);
+    }
+    EXPECT_EQ(runs, 0);
+    EXPECT_EQ(w.tick(), ts::World::max_tick - 1);
 }

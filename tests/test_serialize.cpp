@@ -7,7 +7,15 @@
 
 #include "common/error_of.hpp"
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <limits>
 #include <memory>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -39,6 +47,11 @@ struct NoCopy {
     std::unique_ptr<int> p;
 };
 struct Frozen {};
+struct Floats {
+    float f = 0;
+    double d = 0;
+    float arr[2] = {};
+};
 }  // namespace sz
 
 TESSERA_REFLECT(sz::Pos, x, y)
@@ -46,6 +59,7 @@ TESSERA_REFLECT(sz::Vel, dx, dy)
 TESSERA_REFLECT(sz::Name, value)
 TESSERA_REFLECT(sz::Link, strength)
 TESSERA_REFLECT(sz::Ai, mode)
+TESSERA_REFLECT(sz::Floats, f, d, arr)
 template <>
 struct tessera::component_traits<sz::Ai> {
     static constexpr bool enableable = true;
@@ -337,4 +351,277 @@ TEST(StateHash, IndependentOfHistory) {
     c.set_field(ce, label, "text", "same");
     d.set_field(de, label, "text", "same");
     EXPECT_EQ(ts::state_hash(c), ts::state_hash(d));
+}
+
+// =============================================================================================
+// Floats, strings and ticks in snapshots
+// =============================================================================================
+
+namespace {
+
+float f32_of(std::uint32_t bits) {
+    return std::bit_cast<float>(bits);
+}
+double f64_of(std::uint64_t bits) {
+    return std::bit_cast<double>(bits);
+}
+
+// Float bit patterns a snapshot must keep: NaNs of either sign with payloads (quiet and
+// signalling), infinities, signed zeros, denormals, extremes, values with no short decimal form,
+// then random patterns.
+std::vector<std::uint32_t> f32_patterns() {
+    std::vector<std::uint32_t> v = {0xFFC00000u, 0x7FC00000u, 0x7F800001u, 0xFFBFFFFFu,
+                                    0x7FC0BEEFu, 0x7F800000u, 0xFF800000u, 0x00000000u,
+                                    0x80000000u, 0x00000001u, 0x807FFFFFu, 0x7F7FFFFFu,
+                                    0xFF7FFFFFu, 0x3DCCCCCDu, 0x3EAAAAABu};
+    volatile float zero = 0.0f;
+    v.push_back(std::bit_cast<std::uint32_t>(zero / zero));  // 0xFFC00000 on x86
+    std::mt19937 rng(20);
+    for (int i = 0; i < 300; ++i) v.push_back(rng());
+    return v;
+}
+std::vector<std::uint64_t> f64_patterns() {
+    std::vector<std::uint64_t> v = {
+        0xFFF8000000000000ull, 0x7FF8000000000000ull, 0x7FF0000000000001ull, 0xFFF7FFFFFFFFFFFFull,
+        0x7FF8DEADBEEF0001ull, 0x7FF0000000000000ull, 0xFFF0000000000000ull, 0x8000000000000000ull,
+        0x0000000000000001ull, 0x7FEFFFFFFFFFFFFFull, 0x3FB999999999999Aull, 0x3FD5555555555555ull};
+    volatile double zero = 0.0;
+    v.push_back(std::bit_cast<std::uint64_t>(zero / zero));
+    std::mt19937_64 rng(20);
+    for (int i = 0; i < 300; ++i) v.push_back(rng());
+    return v;
+}
+
+// The bytes of component `id` of `e` (a runtime component), through a chunk.
+std::vector<std::byte> bytes_of(ts::World& w, ts::Entity e, ts::ComponentId id) {
+    std::vector<std::byte> out;
+    ts::DynamicQuery q = w.query_dynamic({.all = {id}});
+    q.each_chunk([&](ts::Chunk& c) {
+        const std::size_t size = ts::component_info(id).size;
+        for (std::size_t r = 0; r < c.count(); ++r) {
+            if (c.entities()[r] != e) continue;
+            const std::byte* p = c.column_bytes(id) + r * size;
+            out.assign(p, p + size);
+        }
+    });
+    return out;
+}
+
+void put_bytes(ts::World& w, ts::Entity e, ts::ComponentId id, const void* src) {
+    ts::DynamicQuery q = w.query_dynamic({.all = {id}});
+    q.each_chunk([&](ts::Chunk& c) {
+        const std::size_t size = ts::component_info(id).size;
+        for (std::size_t r = 0; r < c.count(); ++r) {
+            if (c.entities()[r] == e) std::memcpy(c.column_bytes(id) + r * size, src, size);
+        }
+    });
+}
+
+ts::ComponentId runtime_floats(ts::World& w) {
+    return w.component("SzRuntimeFloats", {{"f", ts::Field::f32}, {"d", ts::Field::f64}});
+}
+
+}  // namespace
+
+TEST(Json, FloatsRoundTripBitForBitThroughText) {
+    ts::World w;
+    const ts::ComponentId rt = runtime_floats(w);
+    const std::vector<std::uint32_t> fs = f32_patterns();
+    const std::vector<std::uint64_t> ds = f64_patterns();
+    std::vector<ts::Entity> es;
+    for (std::size_t i = 0; i < fs.size(); ++i) {
+        const std::uint32_t f = fs[i];
+        const std::uint64_t d = ds[i % ds.size()];
+        const ts::Entity e = w.spawn(sz::Floats{f32_of(f), f64_of(d), {f32_of(~f), f32_of(f)}});
+        w.add(e, rt);
+        struct {
+            float f;
+            double d;
+        } raw{f32_of(f), f64_of(d)};
+        static_assert(sizeof raw == 16);
+        ASSERT_EQ(ts::component_info(rt).size, sizeof raw);
+        put_bytes(w, e, rt, &raw);
+        es.push_back(e);
+    }
+    const std::string text = ts::to_json(w).dump();
+    ts::World back;
+    ts::from_json(nlohmann::json::parse(text), back);
+    EXPECT_EQ(ts::state_hash(back), ts::state_hash(w));
+    for (const ts::Entity e : es) {
+        const sz::Floats a = w.get<sz::Floats>(e);
+        const sz::Floats b = back.get<sz::Floats>(e);
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(b.f), std::bit_cast<std::uint32_t>(a.f));
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(b.d), std::bit_cast<std::uint64_t>(a.d));
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(b.arr[0]), std::bit_cast<std::uint32_t>(a.arr[0]));
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(b.arr[1]), std::bit_cast<std::uint32_t>(a.arr[1]));
+        EXPECT_EQ(bytes_of(back, e, rt), bytes_of(w, e, rt)) << "runtime f32 and f64 fields";
+    }
+    EXPECT_EQ(ts::to_json(back).dump(), text);
+    // The documented spellings.
+    EXPECT_NE(text.find("\"nan:0xffc00000\""), std::string::npos);
+    EXPECT_NE(text.find("\"nan:0x7ff8deadbeef0001\""), std::string::npos);
+    EXPECT_NE(text.find("\"-inf\""), std::string::npos);
+}
+
+TEST(Json, FloatsLoadFromPlainNumbersAndNamedValues) {
+    ts::World w;
+    const ts::Entity e = w.spawn(sz::Floats{});
+    nlohmann::json j = ts::to_json(w);
+    nlohmann::json& value = j["archetypes"][1]["values"][0][0];
+    ASSERT_TRUE(value.is_object()) << j.dump();
+    value["f"] = 0.1;
+    value["d"] = "nan";
+    value["arr"] = {"inf", "nan:0x7FC00001"};
+    ts::World back;
+    ts::from_json(j, back);
+    const sz::Floats f = back.get<sz::Floats>(e);
+    EXPECT_EQ(f.f, 0.1f);
+    EXPECT_TRUE(std::isnan(f.d));
+    EXPECT_EQ(f.arr[0], std::numeric_limits<float>::infinity());
+    EXPECT_EQ(std::bit_cast<std::uint32_t>(f.arr[1]), 0x7FC00001u);
+    // What is not a float of the field's type is refused.
+    for (const nlohmann::json& bad :
+         {nlohmann::json("nan:0x1"), nlohmann::json("nan:0x7fc000000"), nlohmann::json("nan:"),
+          nlohmann::json("nan:0xzz"), nlohmann::json("infinity"), nlohmann::json(1e300),
+          nlohmann::json(true)}) {
+        value["f"] = bad;
+        ts::World target;
+        EXPECT_EQ(error_of([&] { ts::from_json(j, target); }), ts::errc::invalid_argument)
+            << bad.dump();
+        EXPECT_EQ(target.count(), 0u);
+    }
+}
+
+TEST(Json, InvalidUtf8IsRefusedOnLoadAndNamed) {
+    ts::World w;
+    const ts::ComponentId label = w.component("SzLabel", {{"text", ts::Field::str}});
+    const ts::Entity e = w.spawn(sz::Name{"abc"});
+    w.add(e, label);
+    w.set_field(e, label, "text", "xyz");
+    const nlohmann::json good = ts::to_json(w);
+    {
+        nlohmann::json j = good;
+        j["strings"][0] = "x\xffz";
+        ts::World target;
+        EXPECT_EQ(error_of([&] { ts::from_json(j, target); }), ts::errc::invalid_argument);
+        EXPECT_EQ(target.count(), 0u);
+    }
+    {
+        nlohmann::json j = good;
+        bool patched = false;
+        for (auto& a : j["archetypes"]) {
+            for (auto& column : a["values"]) {
+                if (!column.is_array()) continue;
+                for (auto& v : column) {
+                    if (v.is_object() && v.contains("value")) {
+                        v["value"] = "ab\xc0\xaf";  // an overlong '/'
+                        patched = true;
+                    }
+                }
+            }
+        }
+        ASSERT_TRUE(patched);
+        ts::World target;
+        try {
+            ts::from_json(j, target);
+            FAIL() << "expected invalid_argument";
+        } catch (const ts::Error& err) {
+            EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+            const std::string what = err.what();
+            EXPECT_NE(what.find("sz::Name"), std::string::npos) << what;
+            EXPECT_NE(what.find("value"), std::string::npos) << what;
+            EXPECT_NE(what.find(std::to_string(e.index) + ":" + std::to_string(e.generation)),
+                      std::string::npos)
+                << what;
+        }
+        EXPECT_EQ(target.count(), 0u);
+    }
+}
+
+TEST(Binary, InvalidUtf8IsRefusedOnLoad) {
+    ts::World w;
+    const ts::ComponentId label = w.component("SzLabel", {{"text", ts::Field::str}});
+    const ts::Entity e = w.spawn(sz::Name{"QQQQ"});
+    w.add(e, label);
+    w.set_field(e, label, "text", "ZZZZ");
+    const std::vector<std::byte> good = ts::save(w);
+    // Replaces the first occurrence of `from` with `to` (the same length) in a copy of `good`.
+    auto patched = [&](std::string_view from, std::string_view to) {
+        std::vector<std::byte> out = good;
+        const auto* begin = reinterpret_cast<const char*>(out.data());
+        const std::string_view all(begin, out.size());
+        const std::size_t at = all.find(from);
+        EXPECT_NE(at, std::string_view::npos);
+        std::memcpy(out.data() + at, to.data(), to.size());
+        return out;
+    };
+    for (const auto& bytes : {patched("QQQQ", "Q\xffQQ"), patched("ZZZZ", "Z\xed\xa0\x80")}) {
+        ts::World target;
+        EXPECT_EQ(error_of([&] { ts::load(bytes, target); }), ts::errc::invalid_argument);
+        EXPECT_EQ(target.count(), 0u);
+    }
+    ts::World target;
+    ts::load(good, target);
+    EXPECT_NO_THROW((void)ts::to_json(target).dump());
+}
+
+TEST(Save, InvalidUtf8WrittenByCxxCodeIsInvalidArgumentNamingIt) {
+    ts::World w;
+    const ts::Entity e = w.spawn(sz::Name{"fine"});
+    w.get_mut<sz::Name>(e).value = "bad \xfe";  // C++ code can write anything
+    for (const auto& save : std::initializer_list<std::function<void()>>{
+             [&] { (void)ts::to_json(w); }, [&] { (void)ts::save(w); }}) {
+        try {
+            save();
+            ADD_FAILURE() << "expected invalid_argument";
+        } catch (const ts::Error& err) {
+            EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+            const std::string what = err.what();
+            EXPECT_NE(what.find("sz::Name"), std::string::npos) << what;
+            EXPECT_NE(what.find("'value'"), std::string::npos) << what;
+            EXPECT_NE(what.find(std::to_string(e.index) + ":" + std::to_string(e.generation)),
+                      std::string::npos)
+                << what;
+        }
+    }
+}
+
+TEST(Json, TickThatLeavesNoRoomIsRefused) {
+    ts::World w;
+    w.spawn(sz::Pos{1, 2});
+    nlohmann::json j = ts::to_json(w);
+    for (const std::uint64_t tick : {std::numeric_limits<std::uint64_t>::max(), ts::World::max_tick,
+                                     ts::World::max_tick + 1}) {
+        j["tick"] = tick;
+        ts::World target;
+        EXPECT_EQ(error_of([&] { ts::from_json(j, target); }), ts::errc::invalid_argument) << tick;
+        EXPECT_EQ(target.count(), 0u);
+    }
+    j["tick"] = ts::World::max_tick - 1;
+    ts::World target;
+    ts::from_json(j, target);
+    EXPECT_EQ(target.tick(), ts::World::max_tick - 1);
+}
+
+TEST(Binary, TickThatLeavesNoRoomIsRefused) {
+    ts::World w;
+    w.spawn(sz::Pos{1, 2});
+    nlohmann::json j = ts::to_json(w);
+    j["tick"] = ts::World::max_tick - 1;
+    ts::World high;
+    ts::from_json(j, high);
+    std::vector<std::byte> bytes = ts::save(high);
+    ts::World ok;
+    ts::load(bytes, ok);
+    EXPECT_EQ(ok.tick(), ts::World::max_tick - 1);
+    // The saved tick, as little-endian bytes, made 2^64 - 1.
+    const std::uint64_t saved = ts::World::max_tick - 1;
+    std::byte pattern[8];
+    std::memcpy(pattern, &saved, 8);
+    const auto at = std::search(bytes.begin(), bytes.end(), std::begin(pattern), std::end(pattern));
+    ASSERT_NE(at, bytes.end());
+    std::fill(at, at + 8, std::byte{0xFF});
+    ts::World target;
+    EXPECT_EQ(error_of([&] { ts::load(bytes, target); }), ts::errc::invalid_argument);
+    EXPECT_EQ(target.count(), 0u);
 }

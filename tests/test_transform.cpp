@@ -6,6 +6,8 @@
 #include <tessera/tessera.hpp>
 #include <tessera/transform.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <gtest/gtest.h>
 
 #include <glm/gtc/matrix_transform.hpp>
@@ -912,3 +914,28 @@ TEST(Transform, SteadyStateAllocatesNothing) {
 }
 
 }  // namespace
+
+namespace {
+// A world at tick `tick` (an empty world, loaded from a snapshot that says so).
+void load_at_tick(ts::World& w, std::uint64_t tick) {
+    ts::World src;
+    nlohmann::json j = ts::to_json(src);
+    j["tick"] = tick;
+    ts::from_json(j, w);
+}
+}  // namespace
+
+TEST(Transform, PropagateAtMaxTickIsLimitExceededAndChangesNothing) {
+    ts::World w;
+    load_at_tick(w, ts::World::max_tick - 1);
+    w.advance_tick();  // to the top
+    const ts::Entity e = w.spawn(ts::LocalTransform{});
+    try {
+        (void)ts::propagate_transforms(w);
+        ADD_FAILURE() << "the call would have advanced the tick past World::max_tick";
+    } catch (const ts::Error& err) {
+        EXPECT_EQ(err.code(), ts::errc::limit_exceeded);
+    }
+    EXPECT_FALSE(w.has<ts::WorldTransform>(e));
+    EXPECT_EQ(w.tick(), ts::World::max_tick);
+}

@@ -1,4 +1,7 @@
+#include <tessera/serialize.hpp>
 #include <tessera/world.hpp>
+
+#include <nlohmann/json.hpp>
 
 #include "common/counting_resource.hpp"
 
@@ -439,4 +442,29 @@ TEST(World, WorldsAreIndependent) {
     EXPECT_EQ(ea, eb);  // same handle value, different worlds
     EXPECT_EQ(a.get<Position>(ea).x, 1);
     EXPECT_EQ(b.get<Position>(eb).x, 2);
+}
+
+namespace {
+// A world at tick `tick` (an empty world, loaded from a snapshot that says so).
+void load_at_tick(ts::World& w, std::uint64_t tick) {
+    ts::World src;
+    nlohmann::json j = ts::to_json(src);
+    j["tick"] = tick;
+    ts::from_json(j, w);
+}
+}  // namespace
+
+TEST(World, AdvanceTickAtMaxTickIsLimitExceededAndNeverWraps) {
+    ts::World w;
+    load_at_tick(w, ts::World::max_tick - 1);
+    EXPECT_EQ(w.advance_tick(), ts::World::max_tick);
+    try {
+        w.advance_tick();
+        ADD_FAILURE() << "the tick advanced past World::max_tick";
+    } catch (const ts::Error& e) {
+        EXPECT_EQ(e.code(), ts::errc::limit_exceeded);
+    }
+    EXPECT_EQ(w.tick(), ts::World::max_tick) << "a failed advance changes nothing";
+    const ts::Entity e = w.spawn(Position{1, 2});
+    EXPECT_EQ(w.changed_tick<Position>(e), ts::World::max_tick) << "the world keeps working";
 }

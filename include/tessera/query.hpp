@@ -1,14 +1,15 @@
 /// @file query.hpp
-/// Queries: cached archetype matching, typed iteration (`each`, `each_chunk`, `chunks`), the
-/// untyped `QuerySpec` + `World::collect_chunks` path, and `Chunk`.
+/// Queries: cached archetype matching, typed iteration (`each`, `each_chunk`, `chunks`) and the
+/// untyped `QuerySpec` + `World::collect_chunks` path. `Chunk` is in chunk.hpp.
 ///
-/// **Invalidation.** A `Chunk`, and every span or reference obtained from one or from an `each`
-/// callback, points into an archetype table: it stays valid until the next structural change
-/// (spawn, despawn, add, remove) in the world. A query object itself stays valid across
+/// **Invalidation.** A `Chunk` (chunk.hpp), and every span or reference obtained from one or from
+/// an `each` callback, points into an archetype table: it stays valid until the next structural
+/// change (spawn, despawn, add, remove) in the world. A query object itself stays valid across
 /// structural changes and world moves; archetypes created after it are matched the next time it
 /// runs.
 #pragma once
 
+#include <tessera/chunk.hpp>
 #include <tessera/detail/operations.hpp>
 #include <tessera/detail/parallel.hpp>
 #include <tessera/detail/type_list.hpp>
@@ -61,119 +62,6 @@ struct QuerySpec {
     [[nodiscard]] bool matches(const detail::Archetype& a) const noexcept;
 };
 
-/// The rows of one archetype that a query matched: typed column access by row.
-///
-/// Valid until the next structural change. Columns of components the chunk lacks are empty
-/// spans (`has<T>()` tells).
-class Chunk {
-public:
-    /// An empty chunk; only assignable (queries and `collect_chunks` make real ones).
-    Chunk() = default;
-    /// The rows of `archetype`; writes are stamped with `tick` (0: the world's tick). Made by
-    /// queries and `World::collect_chunks`, not by programs.
-    Chunk(detail::Storage& storage, detail::Archetype& archetype, std::uint64_t tick = 0) noexcept
-        : storage_(&storage), archetype_(&archetype), tick_(tick) {}
-
-    /// Number of rows (disabled components included).
-    [[nodiscard]] std::size_t count() const noexcept { return archetype_->size; }
-    /// The entity of each row.
-    [[nodiscard]] std::span<const Entity> entities() const noexcept {
-        return {archetype_->entities, archetype_->size};
-    }
-    /// Whether the chunk's entities have `T` (tags included).
-    template <class T>
-    [[nodiscard]] bool has() const noexcept {
-        return archetype_->contains(component_id<T>());
-    }
-    /// The column of `T` (`column<const T>()` for read-only access); empty when absent or a tag.
-    /// Writing through it stamps nothing: call `mark_changed`.
-    template <class T>
-    [[nodiscard]] std::span<T> column() const noexcept {
-        std::byte* data =
-            storage_->column_data(component_id<std::remove_const_t<T>>(), archetype_->index);
-        if (data == nullptr) return {};
-        return {reinterpret_cast<T*>(data), archetype_->size};
-    }
-    /// One byte per row, 1 = enabled, for an enableable `T`; empty when the chunk lacks `T`.
-    /// Chunk loops don't skip disabled rows: they test these flags. @throws
-    /// Error(not_enableable) unless `component_traits<T>::enableable` (tags never are).
-    template <class T>
-    [[nodiscard]] std::span<const std::uint8_t> enabled() const {
-        const ComponentId id = component_id<T>();
-        if (!detail::enableable_v<T> || std::is_empty_v<T>) {
-            throw Error(errc::not_enableable, "Chunk::enabled<" +
-                                                  std::string(component_info(id).name) +
-                                                  ">: the component is not enableable");
-        }
-        const std::int32_t c = archetype_->slot(id);
-        if (c < 0) return {};
-        return {archetype_->columns[static_cast<std::uint32_t>(c)].enabled, archetype_->size};
-    }
-    /// Stamps the changed tick of `T` at `row` with the current tick (when `T` is tracked).
-    template <class T>
-    void mark_changed(std::size_t row) const noexcept {
-        const std::int32_t c = archetype_->slot(component_id<T>());
-        if (c >= 0) {
-            detail::Storage::stamp_changed(*archetype_, static_cast<std::uint32_t>(row), c,
-                                           tick_ != 0 ? tick_ : storage_->tick());
-        }
-    }
-    /// Whether `T` at `row` was written after `tick` (strictly). Turns on tracking for `T`.
-    /// Precondition: `has<T>()`.
-    template <class T>
-    [[nodiscard]] bool changed_since(std::size_t row, std::uint64_t tick) const {
-        return tick_of<T>(row, false) > tick;
-    }
-    /// Whether `T` at `row` was added after `tick` (strictly). Turns on tracking for `T`.
-    /// Precondition: `has<T>()`.
-    template <class T>
-    [[nodiscard]] bool added_since(std::size_t row, std::uint64_t tick) const {
-        return tick_of<T>(row, true) > tick;
-    }
-
-    /// Whether the chunk's entities have component `id` (tags included).
-    [[nodiscard]] bool has(ComponentId id) const noexcept { return archetype_->contains(id); }
-    /// The raw column of component `id` (`count()` values of `component_info(id).size` bytes
-    /// each; a field lives at its `FieldInfo::offset` in each value), or null when absent or a
-    /// tag. Writing through it stamps nothing: call `mark_changed(id, row)`.
-    [[nodiscard]] std::byte* column_bytes(ComponentId id) const noexcept {
-        return storage_->column_data(id, archetype_->index);
-    }
-    /// The enable flags of component `id` (one byte per row), or null when absent or not
-    /// enableable.
-    [[nodiscard]] const std::uint8_t* enabled(ComponentId id) const noexcept {
-        const std::int32_t c = archetype_->slot(id);
-        return c < 0 ? nullptr : archetype_->columns[static_cast<std::uint32_t>(c)].enabled;
-    }
-    /// Stamps the changed tick of component `id` at `row` (when tracked).
-    void mark_changed(ComponentId id, std::size_t row) const noexcept {
-        const std::int32_t c = archetype_->slot(id);
-        if (c >= 0) {
-            detail::Storage::stamp_changed(*archetype_, static_cast<std::uint32_t>(row), c,
-                                           tick_ != 0 ? tick_ : storage_->tick());
-        }
-    }
-
-    /// The table behind the chunk, for the library's own modules.
-    [[nodiscard]] detail::Archetype& archetype() const noexcept { return *archetype_; }
-
-private:
-    template <class T>
-    std::uint64_t tick_of(std::size_t row, bool added) const {
-        static_assert(detail::track_changes_v<T>,
-                      "tessera: T has component_traits<T>::track_changes = false");
-        const ComponentId id = component_id<T>();
-        storage_->track(id);
-        const detail::Column& c =
-            archetype_->columns[static_cast<std::uint32_t>(archetype_->slot(id))];
-        return added ? c.added[row] : c.changed_at(static_cast<std::uint32_t>(row));
-    }
-
-    detail::Storage* storage_ = nullptr;
-    detail::Archetype* archetype_ = nullptr;
-    std::uint64_t tick_ = 0;  ///< the tick writes are stamped with; 0 = the world's
-};
-
 namespace detail {
 
 /// A change filter: rows whose `id` was changed (or added) after a tick.
@@ -203,8 +91,10 @@ public:
     /// False when no row of block `block` (`tick_block` rows) of `a` can pass the change
     /// filters, by the block bounds of their changed ticks.
     [[nodiscard]] bool block_passes(const Archetype& a, std::size_t block) const noexcept;
-    /// Called when a run starts and ends: "since the last run" bookkeeping.
-    void begin_run() noexcept;
+    /// Called when a run starts and ends: "since the last run" bookkeeping. A run outside
+    /// systems with a since-last-run filter advances the world tick at its end, so `begin_run`
+    /// throws Error(limit_exceeded) when the tick is at `World::max_tick`, before anything runs.
+    void begin_run();
     void end_run() noexcept;
     /// Runs made by a system of a schedule: `since` is the system's previous tick and writes
     /// are stamped with `tick`; the query then neither defers the world nor advances its tick

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <tessera/assert.hpp>
+#include <tessera/chunk.hpp>
 #include <tessera/commands.hpp>
 #include <tessera/component.hpp>
 #include <tessera/dynamic.hpp>

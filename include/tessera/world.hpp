@@ -459,10 +459,15 @@ public:
 
     // ----- ticks and introspection -----
 
-    /// The current tick; starts at 1. Ticks are 64-bit and never wrap in practice (2^64 frames).
+    /// The largest value the world tick takes, 2^63 - 1: the tick never wraps (at one tick per
+    /// nanosecond it lasts 292 years), and tick differences keep their sign.
+    static constexpr std::uint64_t max_tick = (std::uint64_t{1} << 63) - 1;
+
+    /// The current tick; starts at 1, at most `max_tick`.
     [[nodiscard]] std::uint64_t tick() const noexcept;
     /// Increments the tick and returns the new value; later writes are stamped with it.
-    std::uint64_t advance_tick() noexcept;
+    /// @throws Error(limit_exceeded) when the tick is `max_tick` (the tick is unchanged).
+    std::uint64_t advance_tick();
     /// Archetypes created so far, the empty one included (archetypes are never destroyed).
     [[nodiscard]] std::size_t archetype_count() const noexcept;
 

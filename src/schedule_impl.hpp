@@ -1,0 +1,120 @@
+// Schedule internals: a system's entry, a phase's graph, and Schedule::Impl. Building the phases'
+// graphs is in schedule_build.cpp, running them (inline or on oneTBB, sync points) in
+// schedule_run.cpp, the public members of Schedule and SystemConfig in schedule.cpp.
+#pragma once
+
+#include <tessera/error.hpp>
+#include <tessera/schedule.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tessera {
+namespace detail {
+
+constexpr std::size_t phase_count = 4;  // start, pre_update, update, post_update
+constexpr std::chrono::nanoseconds default_threshold{50'000};
+constexpr std::size_t history_size = 128;  // runs kept per system for Schedule::stats
+
+struct SystemEntry {
+    std::string name;
+    std::unique_ptr<detail::SystemBase> system;
+    Phase phase = Phase::update;
+    int order = 0;
+    std::vector<std::string> before;
+    std::vector<std::string> after;
+    std::vector<ComponentId> declared_reads;
+    std::vector<ComponentId> declared_writes;
+    bool declared = false;
+    bool enabled = true;
+    World* created_on = nullptr;  ///< on_create ran on this world
+    std::uint64_t last_tick = 0;  ///< the tick of its previous run
+    CommandBuffer commands;
+    std::uint64_t duration_ns = 0;  ///< its last run, when measured
+    /// The last `history_size` measured run times (ns), a ring; `runs` counts every measured run.
+    std::array<std::uint64_t, history_size> history{};
+    std::uint64_t runs = 0;
+    std::size_t position = 0;  ///< in its phase's deterministic order
+    bool takes_world = false;  ///< it has a World& parameter (exclusive or declared)
+
+    /// The access the schedule uses: deduced, plus what was declared; a `World&` system with
+    /// declared access is trusted not to need exclusivity.
+    detail::Access access;
+};
+
+/// What one phase run produced, per position.
+struct PhaseRun {
+    std::vector<std::uint64_t> ticks;   ///< 0: did not run (disabled)
+    std::vector<std::uint8_t> skipped;  ///< after a failure
+    std::vector<std::exception_ptr> errors;
+};
+
+/// One phase's graph, and the scratch of its runs (sized once per build: running a phase
+/// allocates nothing). Positions index `order` (the deterministic order).
+struct PhaseGraph {
+    std::vector<SystemEntry*> order;
+    std::vector<std::vector<std::uint32_t>> successors;
+    std::vector<std::uint32_t> predecessors;
+    std::size_t layers = 0;
+    PhaseRun run;
+    std::unique_ptr<std::atomic<std::uint32_t>[]> remaining;  // parallel runs
+    std::unique_ptr<std::atomic<std::uint8_t>[]> skipped;
+    std::vector<std::uint32_t> pending;  ///< predecessors inside the segment being started
+};
+
+/// Throws `system_failed` with `context` and the original's message, the original nested.
+[[noreturn]] void throw_system_failed(const std::string& context, const std::exception_ptr& e);
+
+}  // namespace detail
+
+/// The schedule's state: its systems (registration order) and the phases' graphs.
+struct Schedule::Impl {
+    using SystemEntry = detail::SystemEntry;
+    using PhaseGraph = detail::PhaseGraph;
+    using PhaseRun = detail::PhaseRun;
+
+    std::vector<std::unique_ptr<SystemEntry>> systems;  // registration order
+    bool strict = false;
+    bool dirty = true;
+    bool started = false;
+    PhaseGraph phases[detail::phase_count];
+    std::size_t skipped = 0;
+    std::chrono::nanoseconds threshold = detail::default_threshold;
+    bool profiling = false;
+
+    SystemEntry* find(std::string_view name) const noexcept {
+        for (const auto& s : systems) {
+            if (s->name == name) return s.get();
+        }
+        return nullptr;
+    }
+    SystemEntry& get(std::string_view name, const char* op) const {
+        if (SystemEntry* s = find(name)) return *s;
+        throw Error(errc::unknown_system,
+                    std::string(op) + ": no system named '" + std::string(name) + "'");
+    }
+
+    void build();
+    void build_phase(std::size_t p);
+    void run_phase(std::size_t p, World& w, int workers, tbb::task_arena* arena, float dt);
+    void prepare(SystemEntry& s, World& w);
+    void check_resources(SystemEntry& s, const World& w, const char* op) const;
+    void run_one(SystemEntry& s, World& w, std::uint64_t tick, float dt, bool measure);
+    void run_inline(PhaseGraph& g, PhaseRun& r, World& w, float dt, bool measure);
+    void run_parallel(PhaseGraph& g, PhaseRun& r, World& w, float dt, int workers,
+                      tbb::task_arena* arena);
+    void run_segment(PhaseGraph& g, PhaseRun& r, World& w, float dt, int workers,
+                     tbb::task_arena* arena, std::uint32_t first, std::uint32_t last);
+    void sync(SystemEntry& s, World& w, bool ok);
+    void run(World& w, int workers, tbb::task_arena* arena, float dt);
+};
+
+}  // namespace tessera

@@ -1,0 +1,335 @@
+// Schedule: running the phases (inline or on oneTBB), sync points and failures.
+#include "schedule_impl.hpp"
+
+#include <tessera/detail/parallel.hpp>
+
+#include <tbb/task_group.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace tessera {
+
+using detail::history_size;
+using detail::phase_count;
+using detail::PhaseGraph;
+using detail::PhaseRun;
+using detail::SystemEntry;
+using detail::throw_system_failed;
+
+/// Throws `system_failed` with `context` and the original's message, the original nested.
+void detail::throw_system_failed(const std::string& context, const std::exception_ptr& e) {
+    std::string what;
+    try {
+        std::rethrow_exception(e);
+    } catch (const std::exception& x) {
+        what = x.what();
+    } catch (...) {
+        what = "an exception that is not a std::exception";
+    }
+    try {
+        std::rethrow_exception(e);
+    } catch (...) {
+        std::throw_with_nested(Error(errc::system_failed, context + ": " + what));
+    }
+}
+
+void Schedule::Impl::prepare(SystemEntry& s, World& w) {
+    if (s.created_on == nullptr) {
+        s.system->create(w);
+        s.created_on = &w;
+    }
+    s.system->prepare(w);
+}
+
+void Schedule::Impl::check_resources(SystemEntry& s, const World& w, const char* op) const {
+    for (const detail::ResourceAccess& r : s.access.resources) {
+        if (r.present(w)) continue;
+        throw Error(errc::missing_resource, std::string(op) + ": system '" + s.name +
+                                                "' needs the resource " + std::string(r.name) +
+                                                ", which the world lacks (insert_resource it "
+                                                "before the phase runs)");
+    }
+}
+
+void Schedule::Impl::run_one(SystemEntry& s, World& w, std::uint64_t tick, float dt, bool measure) {
+    detail::Storage& storage = w.storage();
+    const detail::SystemRun run{&w, &s.commands, dt, tick, s.last_tick, s.access.exclusive};
+    const auto start =
+        measure ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    if (s.takes_world) {
+        // Its direct writes and immediate changes carry its own tick (it runs alone, or with
+        // systems that never touch the world's tick: a declared World& system; two of those
+        // conflict through their "World (its tick)" pseudo-resource). Only World& systems read
+        // or write the tick here, so a parallel phase has no race on it.
+        const std::uint64_t world_tick = storage.tick();
+        storage.set_tick(tick);
+        struct Restore {
+            detail::Storage& s;
+            std::uint64_t t;
+            ~Restore() { s.set_tick(t); }
+        } restore{storage, world_tick};
+        s.system->run(run);
+    } else {
+        s.system->run(run);
+    }
+    if (measure) {
+        s.duration_ns =
+            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::steady_clock::now() - start)
+                                           .count());
+        if (profiling) s.history[s.runs++ % history_size] = s.duration_ns;
+    }
+}
+
+void Schedule::Impl::run_inline(PhaseGraph& g, PhaseRun& r, World& w, float dt, bool measure) {
+    for (std::size_t k = 0; k < g.order.size(); ++k) {
+        if (r.skipped[k] || r.ticks[k] == 0) {
+            if (r.skipped[k]) {
+                for (const std::uint32_t s : g.successors[k]) r.skipped[s] = 1;
+            }
+            continue;
+        }
+        try {
+            run_one(*g.order[k], w, r.ticks[k], dt, measure);
+        } catch (...) {
+            r.errors[k] = std::current_exception();
+            for (const std::uint32_t s : g.successors[k]) r.skipped[s] = 1;
+        }
+    }
+}
+
+// A parallel phase. Its exclusive (`World&`) systems run on the calling thread, the thread
+// that owns the world: every system before one in the deterministic order precedes it and every
+// system after it follows it (it conflicts with all), so the phase splits there into segments
+// that run in parallel, with the exclusive system inline between them.
+void Schedule::Impl::run_parallel(PhaseGraph& g, PhaseRun& r, World& w, float dt, int workers,
+                                  tbb::task_arena* arena) {
+    const auto n = static_cast<std::uint32_t>(g.order.size());
+    std::atomic<std::uint8_t>* skipped = g.skipped.get();
+    for (std::uint32_t k = 0; k < n; ++k) skipped[k].store(0, std::memory_order_relaxed);
+    std::uint32_t first = 0;
+    for (std::uint32_t k = 0; k < n; ++k) {
+        if (!g.order[k]->access.exclusive || r.ticks[k] == 0) continue;
+        if (first < k) run_segment(g, r, w, dt, workers, arena, first, k);
+        first = k + 1;
+        bool ok = skipped[k].load(std::memory_order_relaxed) == 0;
+        if (ok) {
+            try {
+                if (arena != nullptr)
+                    arena->execute([&] { run_one(*g.order[k], w, r.ticks[k], dt, true); });
+                else
+                    run_one(*g.order[k], w, r.ticks[k], dt, true);
+            } catch (...) {
+                r.errors[k] = std::current_exception();
+                ok = false;
+            }
+        }
+        if (!ok) {
+            for (const std::uint32_t s : g.successors[k])
+                skipped[s].store(1, std::memory_order_relaxed);
+        }
+    }
+    if (first < n) run_segment(g, r, w, dt, workers, arena, first, n);
+    for (std::size_t k = 0; k < n; ++k) r.skipped[k] = skipped[k].load(std::memory_order_relaxed);
+}
+
+// Runs positions [first, last) of a phase in parallel; those before `first` are done.
+void Schedule::Impl::run_segment(PhaseGraph& g, PhaseRun& r, World& w, float dt, int workers,
+                                 tbb::task_arena* arena, std::uint32_t first, std::uint32_t last) {
+    std::atomic<std::uint32_t>* remaining = g.remaining.get();
+    std::atomic<std::uint8_t>* skipped = g.skipped.get();
+    std::uint32_t* const pending = g.pending.data();
+    for (std::uint32_t k = first; k < last; ++k) pending[k] = 0;
+    for (std::uint32_t k = first; k < last; ++k) {
+        for (const std::uint32_t s : g.successors[k]) {
+            if (s < last) ++pending[s];
+        }
+    }
+    for (std::uint32_t k = first; k < last; ++k)
+        remaining[k].store(pending[k], std::memory_order_relaxed);
+    // Runs system k, then releases its successors (a failed or skipped one marks them skipped);
+    // `spawn` starts each successor that became ready.
+    auto execute = [&](std::uint32_t k, auto&& spawn) {
+        bool ok = skipped[k].load(std::memory_order_acquire) == 0;
+        if (ok && r.ticks[k] != 0) {
+            try {
+                run_one(*g.order[k], w, r.ticks[k], dt, true);
+            } catch (...) {
+                r.errors[k] = std::current_exception();
+                ok = false;
+            }
+        }
+        for (const std::uint32_t s : g.successors[k]) {
+            if (!ok) skipped[s].store(1, std::memory_order_release);
+            if (s < last && remaining[s].fetch_sub(1, std::memory_order_acq_rel) == 1) spawn(s);
+        }
+    };
+#ifdef TESSERA_TSAN
+    // oneTBB's scheduler is not instrumented for TSan: run the same graph on plain threads
+    // taking ready systems from a shared FIFO.
+    (void)arena;
+    std::mutex m;
+    std::condition_variable cv;
+    std::vector<std::uint32_t> ready;
+    std::size_t head = 0;
+    std::size_t done = 0;
+    const std::size_t n = last - first;
+    for (std::uint32_t k = first; k < last; ++k) {
+        if (pending[k] == 0) ready.push_back(k);
+    }
+    auto lane = [&] {
+        std::unique_lock lock(m);
+        for (;;) {
+            cv.wait(lock, [&] { return head < ready.size() || done == n; });
+            if (head == ready.size()) return;
+            const std::uint32_t k = ready[head++];
+            lock.unlock();
+            std::vector<std::uint32_t> released;
+            execute(k, [&](std::uint32_t s) { released.push_back(s); });
+            lock.lock();
+            ready.insert(ready.end(), released.begin(), released.end());
+            ++done;
+            cv.notify_all();
+        }
+    };
+    const std::size_t lanes =
+        std::min<std::size_t>(static_cast<std::size_t>(std::max(workers, 1)), n);
+    std::vector<std::thread> threads;
+    for (std::size_t k = 1; k < lanes; ++k) threads.emplace_back(lane);
+    lane();
+    for (std::thread& t : threads) t.join();
+#else
+    (void)workers;
+    // One task per system, spawned when its last predecessor finishes: a worker with no
+    // system to run goes back to the scheduler and helps the running ones' par_each, instead
+    // of waiting for a system to become ready.
+    tbb::task_group tasks;
+    struct Spawn {
+        tbb::task_group& tasks;
+        const decltype(execute)& run;
+        void operator()(std::uint32_t k) const {
+            tasks.run([*this, k] {
+                // Isolated: while the system waits inside (a par_each), this thread runs only
+                // that wait's tasks, never another system, which would delay the wait's return.
+                tbb::this_task_arena::isolate([&] { run(k, *this); });
+            });
+        }
+    };
+    const Spawn spawn{tasks, execute};
+    auto body = [&] {
+        for (std::uint32_t k = first; k < last; ++k) {
+            if (pending[k] == 0) spawn(k);
+        }
+        tasks.wait();
+    };
+    if (arena != nullptr)
+        arena->execute(body);
+    else
+        body();
+#endif
+}
+
+void Schedule::Impl::sync(SystemEntry& s, World& w, bool ok) {
+    if (!ok) {
+        s.commands.clear();
+        s.system->drop();
+        return;
+    }
+    if (s.commands.size() != 0) {
+        s.commands.apply(w, on_dead::skip);
+        skipped += s.commands.skipped();
+    }
+    s.system->sync(w);
+}
+
+void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_arena* arena,
+                               float dt) {
+    PhaseGraph& g = phases[p];
+    const std::size_t n = g.order.size();
+    if (n == 0) return;
+    for (SystemEntry* s : g.order) {
+        if (s->enabled) prepare(*s, w);
+    }
+    for (SystemEntry* s : g.order) {
+        if (s->enabled) check_resources(*s, w, "Schedule::run");
+    }
+    PhaseRun& r = g.run;
+    std::fill(r.ticks.begin(), r.ticks.end(), 0);
+    std::fill(r.skipped.begin(), r.skipped.end(), 0);
+    std::fill(r.errors.begin(), r.errors.end(), nullptr);
+    detail::Storage& storage = w.storage();
+    const std::uint64_t base = storage.tick();
+    std::uint64_t next = base;
+    std::uint64_t work = 0;
+    std::size_t enabled = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+        if (!g.order[k]->enabled) continue;
+        r.ticks[k] = ++next;
+        work += g.order[k]->duration_ns;
+        ++enabled;
+    }
+    const bool parallel = workers > 1 && enabled > 1 && g.layers < n &&
+                          work >= static_cast<std::uint64_t>(threshold.count());
+    const bool measure = workers > 1 || profiling;
+    if (parallel) {
+        run_parallel(g, r, w, dt, workers, arena);
+    } else if (arena != nullptr) {
+        // Inside the engine's arena, so a par_each in a system uses its workers.
+        arena->execute([&] { run_inline(g, r, w, dt, measure); });
+    } else {
+        run_inline(g, r, w, dt, measure);
+    }
+    // Sync point: the phase's writes are all stamped at most `next`; what follows is newer.
+    storage.set_tick(next + 1);
+    std::size_t failed = n;
+    for (const auto& s : systems) {  // registration order
+        if (s->phase != static_cast<Phase>(p)) continue;
+        const std::size_t k = s->position;
+        const bool ran = r.ticks[k] != 0 && !r.skipped[k];
+        const bool ok = ran && !r.errors[k];
+        if (ran) sync(*s, w, ok);
+        if (ok) s->last_tick = r.ticks[k];
+        if (r.errors[k] && (failed == n || k < failed)) failed = k;
+    }
+    if (failed == n) return;
+    throw_system_failed("Schedule::run: system '" + g.order[failed]->name + "' failed in phase " +
+                            phase_name(static_cast<Phase>(p)),
+                        r.errors[failed]);
+}
+
+void Schedule::Impl::run(World& w, int workers, tbb::task_arena* arena, float dt) {
+    build();
+    // A frame takes at most a tick per system and one per phase: refuse it, before anything
+    // runs, when that would take the world tick past World::max_tick.
+    if (w.tick() > World::max_tick - (systems.size() + phase_count)) {
+        throw Error(errc::limit_exceeded,
+                    "Schedule::run: the world tick is too close to World::max_tick for a frame");
+    }
+    skipped = 0;
+    struct EndFrame {  // the frame ends with the event queues' update, failure or not
+        World& w;
+        ~EndFrame() { w.update_events(); }
+    } end{w};
+    if (!started) {
+        try {
+            run_phase(static_cast<std::size_t>(Phase::start), w, workers, arena, dt);
+        } catch (const Error& e) {
+            // A missing resource stops the phase before any of its systems ran: try again on
+            // the next run. Any other failure happened while it ran: it ran.
+            if (e.code() != errc::missing_resource) started = true;
+            throw;
+        }
+        started = true;
+    }
+    for (const Phase p : {Phase::pre_update, Phase::update, Phase::post_update})
+        run_phase(static_cast<std::size_t>(p), w, workers, arena, dt);
+}
+
+}  // namespace tessera

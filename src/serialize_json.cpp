@@ -1,0 +1,561 @@
+// JSON snapshots (serialize.hpp: to_json, from_json): the world image (serialize_image.hpp) as
+// an nlohmann::json document, with field descriptions and values by field name.
+#include "serialize_image.hpp"
+#include "utf8.hpp"
+
+#include <tessera/detail/field_value.hpp>
+#include <tessera/dynamic.hpp>
+#include <tessera/error.hpp>
+#include <tessera/reflect.hpp>
+#include <tessera/relation.hpp>
+#include <tessera/serialize.hpp>
+#include <tessera/world.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tessera::detail::serial {
+namespace {
+
+using nlohmann::json;
+
+// ---------------------------------------------------------------- field descriptions
+
+json describe_json(const Schema& schema) {
+    json fields = json::array();
+    for (const FieldInfo& f : schema.fields) {
+        json d = {{"name", f.name}, {"type", to_string(f.type)}};
+        if (f.count != 1) d["count"] = f.count;
+        if (f.is_enum) d["enum"] = true;
+        if (f.type == Field::record) d["fields"] = describe_json(*f.schema);
+        fields.push_back(std::move(d));
+    }
+    return fields;
+}
+
+// Whether the saved description `d` has the program's fields; else names the first difference.
+std::string field_mismatch(const json& d, const Schema& schema, const std::string& prefix) {
+    if (!d.is_array()) return "a bad field description";
+    for (std::size_t i = 0; i < std::max(d.size(), schema.fields.size()); ++i) {
+        if (i >= d.size())
+            return "field '" + prefix + std::string(schema.fields[i].name) +
+                   "' is not in the saved data";
+        const json& f = d[i];
+        if (!f.is_object() || !f.contains("name") || !f["name"].is_string())
+            return "a bad field description";
+        const std::string name = f["name"].get<std::string>();
+        if (i >= schema.fields.size())
+            return "saved field '" + prefix + name + "' is not in the program's " +
+                   std::string(schema.name);
+        const FieldInfo& p = schema.fields[i];
+        const std::string type = f.value("type", std::string());
+        const std::uint32_t count = f.contains("count") && f["count"].is_number_unsigned()
+                                        ? f["count"].get<std::uint32_t>()
+                                        : 1;
+        if (name != p.name || type != to_string(p.type) || count != p.count ||
+            f.value("enum", false) != p.is_enum) {
+            return "field '" + prefix + std::string(p.name) + "' differs: saved as '" + name +
+                   "' " + type + (count != 1 ? "[" + std::to_string(count) + "]" : "") +
+                   ", the program has " + std::string(to_string(p.type)) +
+                   (p.count != 1 ? "[" + std::to_string(p.count) + "]" : "");
+        }
+        if (p.type == Field::record) {
+            std::string inner = field_mismatch(f.contains("fields") ? f["fields"] : json(),
+                                               *p.schema, prefix + name + ".");
+            if (!inner.empty()) return inner;
+        }
+    }
+    return {};
+}
+
+// ---------------------------------------------------------------------- JSON values
+
+using Bad = std::function<void(const std::string&)>;
+
+// Floats are written so that loading gives back the same bits: a finite value as a JSON number
+// (the shortest text that parses back to the same double; an f32 widened to double first, which
+// is exact), an infinity as "inf" or "-inf", and a NaN as "nan:0x" and its bits in hex (8 digits
+// for f32, 16 for f64: sign, quiet bit and payload kept).
+template <class T>
+json float_to_json(T v) {
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    if (!std::isnan(v)) return static_cast<double>(v);
+    using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    Bits bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    char text[32];
+    const int n =
+        std::snprintf(text, sizeof text, "nan:0x%0*llx", static_cast<int>(2 * sizeof bits),
+                      static_cast<unsigned long long>(bits));
+    return std::string(text, static_cast<std::size_t>(n));
+}
+
+// Reads a float written by float_to_json, or a plain number ("nan", "inf" and "-inf" too).
+template <class T>
+T float_from_json(const json& j, const Bad& bad) {
+    using Bits = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
+    const char* type = sizeof(T) == 4 ? "f32" : "f64";
+    if (j.is_number()) {
+        const double d = j.get<double>();
+        if (sizeof(T) == 4 && std::isfinite(d) && std::fabs(d) > std::numeric_limits<float>::max())
+            bad(std::string("out of the range of ") + type);
+        return static_cast<T>(d);
+    }
+    if (!j.is_string()) bad("not a number");
+    const std::string& s = j.get_ref<const std::string&>();
+    if (s == "nan") return std::numeric_limits<T>::quiet_NaN();
+    if (s == "inf") return std::numeric_limits<T>::infinity();
+    if (s == "-inf") return -std::numeric_limits<T>::infinity();
+    const std::string_view prefix = "nan:0x";
+    if (s.size() <= prefix.size() || s.size() > prefix.size() + 2 * sizeof(Bits) ||
+        s.compare(0, prefix.size(), prefix) != 0)
+        bad("not a number");
+    Bits bits = 0;
+    for (std::size_t i = prefix.size(); i < s.size(); ++i) {
+        const char c = s[i];
+        const int digit = c >= '0' && c <= '9'   ? c - '0'
+                          : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                          : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                 : -1;
+        if (digit < 0) bad("not a number");
+        bits = static_cast<Bits>(bits << 4 | static_cast<Bits>(digit));
+    }
+    T v;
+    std::memcpy(&v, &bits, sizeof v);
+    if (!std::isnan(v)) bad("'" + s + "' is not the bits of an " + type + " NaN");
+    return v;
+}
+
+json scalar_to_json(Field t, const std::byte* p, const StringTable* strings, const Bad& bad) {
+    if (t == Field::record) return nullptr;
+    if (t == Field::string) {
+        const std::string& text = *reinterpret_cast<const std::string*>(p);
+        // (C++ code may have written anything there; JSON text must be UTF-8.)
+        if (const std::size_t at = invalid_utf8_at(text); at != std::string::npos)
+            bad("the text is not valid UTF-8 (byte " + std::to_string(at) + ")");
+        return text;
+    }
+    return visit_scalar(t, p, [&](const auto& v) -> json {
+        using V = std::remove_cvref_t<decltype(v)>;
+        if constexpr (std::is_floating_point_v<V>) {
+            return float_to_json(v);
+        } else if constexpr (std::is_same_v<V, StringId>) {
+            return v.value == 0 || strings == nullptr ? std::string()
+                                                      : std::string(strings->get(v.value));
+        } else {
+            return v;
+        }
+    });
+}
+
+json value_to_json(const Schema& schema, const std::byte* v, const StringTable* strings,
+                   const Bad& bad) {
+    json out = json::object();
+    for (const FieldInfo& f : schema.fields) {
+        const Bad field_bad = [&](const std::string& why) {
+            bad("field '" + std::string(f.name) + "': " + why);
+        };
+        auto one = [&](const std::byte* p) {
+            return f.type == Field::record ? value_to_json(*f.schema, p, strings, field_bad)
+                                           : scalar_to_json(f.type, p, strings, field_bad);
+        };
+        if (f.count == 1) {
+            out[std::string(f.name)] = one(v + f.offset);
+        } else {
+            json a = json::array();
+            for (std::uint32_t k = 0; k < f.count; ++k)
+                a.push_back(one(v + f.offset + std::size_t{k} * f.stride));
+            out[std::string(f.name)] = std::move(a);
+        }
+    }
+    return out;
+}
+
+// Parses one scalar into `p` (already holding a value-initialised value), or throws `why`.
+void json_to_scalar(const json& j, Field t, std::byte* p, const StringTable& strings,
+                    const Bad& bad) {
+    auto integer = [&]<class T>(T*) {
+        T x{};
+        if (j.is_number_unsigned()) {
+            const auto u = j.get<std::uint64_t>();
+            if (u > static_cast<std::uint64_t>(std::numeric_limits<T>::max())) bad("out of range");
+            x = static_cast<T>(u);
+        } else if (j.is_number_integer()) {
+            const auto i = j.get<std::int64_t>();
+            if constexpr (std::is_signed_v<T>) {
+                if (i < std::numeric_limits<T>::min() || i > std::numeric_limits<T>::max())
+                    bad("out of range");
+            } else {
+                if (i < 0 || static_cast<std::uint64_t>(i) > std::numeric_limits<T>::max())
+                    bad("out of range");
+            }
+            x = static_cast<T>(i);
+        } else {
+            bad("not an integer");
+        }
+        std::memcpy(p, &x, sizeof(T));
+    };
+    switch (t) {
+        case Field::f32: {
+            const auto x = float_from_json<float>(j, bad);
+            std::memcpy(p, &x, 4);
+            return;
+        }
+        case Field::f64: {
+            const auto x = float_from_json<double>(j, bad);
+            std::memcpy(p, &x, 8);
+            return;
+        }
+        case Field::i8: return integer(static_cast<std::int8_t*>(nullptr));
+        case Field::i16: return integer(static_cast<std::int16_t*>(nullptr));
+        case Field::i32: return integer(static_cast<std::int32_t*>(nullptr));
+        case Field::i64: return integer(static_cast<std::int64_t*>(nullptr));
+        case Field::u8: return integer(static_cast<std::uint8_t*>(nullptr));
+        case Field::u16: return integer(static_cast<std::uint16_t*>(nullptr));
+        case Field::u32: return integer(static_cast<std::uint32_t*>(nullptr));
+        case Field::u64: return integer(static_cast<std::uint64_t*>(nullptr));
+        case Field::boolean:
+            if (!j.is_boolean()) bad("not a bool");
+            *p = std::byte{static_cast<unsigned char>(j.get<bool>() ? 1 : 0)};
+            return;
+        case Field::str: {
+            if (!j.is_string()) bad("not a string");
+            const std::string& s = j.get_ref<const std::string&>();
+            const std::uint32_t id = s.empty() ? 0 : strings.find(s);
+            if (id == 0xFFFFFFFFu) bad("a string that is not in the saved strings");
+            std::memcpy(p, &id, 4);
+            return;
+        }
+        case Field::string: {
+            if (!j.is_string()) bad("not a string");
+            const std::string& text = j.get_ref<const std::string&>();
+            if (const std::size_t at = invalid_utf8_at(text); at != std::string::npos)
+                bad("the text is not valid UTF-8 (byte " + std::to_string(at) + ")");
+            *reinterpret_cast<std::string*>(p) = text;
+            return;
+        }
+        case Field::record: break;
+    }
+}
+
+void json_to_value(const json& j, const Schema& schema, std::byte* v, const StringTable& strings,
+                   const Bad& bad) {
+    if (!j.is_object()) bad("a value is not an object");
+    for (const FieldInfo& f : schema.fields) {
+        const auto it = j.find(std::string(f.name));
+        if (it == j.end()) bad("a value lacks field '" + std::string(f.name) + "'");
+        auto one = [&](const json& e, std::byte* p) {
+            if (f.type == Field::record)
+                json_to_value(e, *f.schema, p, strings, bad);
+            else
+                json_to_scalar(e, f.type, p, strings, [&](const std::string& why) {
+                    bad("field '" + std::string(f.name) + "': " + why);
+                });
+        };
+        if (f.count == 1) {
+            one(*it, v + f.offset);
+        } else {
+            if (!it->is_array() || it->size() != f.count)
+                bad("field '" + std::string(f.name) + "' is not an array of " +
+                    std::to_string(f.count));
+            for (std::uint32_t k = 0; k < f.count; ++k)
+                one((*it)[k], v + f.offset + std::size_t{k} * f.stride);
+        }
+    }
+}
+
+// --------------------------------------------------------------------------- JSON
+
+constexpr const char* json_format = "tessera-world";
+
+std::string entity_text(Entity e) {
+    return std::to_string(e.index) + ":" + std::to_string(e.generation);
+}
+
+json entity_json(Entity e) {
+    return json::array({e.index, e.generation});
+}
+
+json save_json(const Storage& s, const char* op) {
+    const Scan sc = scan(s, op);
+    json out;
+    out["format"] = json_format;
+    out["version"] = format_version;
+    out["tick"] = s.tick();
+    std::vector<std::uint32_t> generations(s.record_count());
+    for (std::uint32_t i = 0; i < s.record_count(); ++i) generations[i] = s.records()[i].generation;
+    out["generations"] = generations;
+    out["free"] = free_list(s);
+    out["permanent"] = permanent_list(s);
+    json strings = json::array();
+    if (const StringTable* t = s.strings_if()) {
+        for (std::uint32_t i = 1; i < t->size(); ++i) strings.push_back(std::string(t->get(i)));
+    }
+    out["strings"] = std::move(strings);
+    json comps = json::array();
+    for (const ComponentId id : sc.components) {
+        const ComponentInfo& info = component_info(id);
+        const Codec codec = codec_of(info, op);
+        json c = {{"name", info.name}, {"kind", codec_name(codec)}, {"tracked", s.tracked(id)}};
+        if (codec == Codec::fields) c["fields"] = describe_json(*info.schema);
+        comps.push_back(std::move(c));
+    }
+    out["components"] = std::move(comps);
+    json archetypes = json::array();
+    for (std::size_t ai = 0; ai < sc.archetypes.size(); ++ai) {
+        const Archetype& a = s.archetype(sc.archetype_index[ai]);
+        json ja;
+        ja["components"] = sc.archetypes[ai];
+        std::vector<std::uint32_t> entities(a.size);
+        for (std::uint32_t r = 0; r < a.size; ++r) entities[r] = a.entities[r].index;
+        ja["entities"] = std::move(entities);
+        json values = json::array();
+        json flags = json::array();
+        json ticks = json::array();
+        for (const std::uint32_t ci : sc.archetypes[ai]) {
+            const ComponentId id = sc.components[ci];
+            const ComponentInfo& info = component_info(id);
+            const std::int32_t slot = a.slot(id);
+            if (slot < 0 || a.size == 0) {  // nothing to hold (the same whatever the history)
+                values.push_back(nullptr);
+                flags.push_back(nullptr);
+                ticks.push_back(nullptr);
+                continue;
+            }
+            const Column& col = a.columns[static_cast<std::uint32_t>(slot)];
+            json column = json::array();
+            std::uint32_t r = 0;
+            const Bad bad = [&](const std::string& why) {
+                fail(op, "entity " + entity_text(a.entities[r]) + ", component " +
+                             std::string(info.name) + ": " + why);
+            };
+            for (; r < a.size; ++r) {
+                const std::byte* v = col.data + std::size_t{r} * col.size;
+                if (info.relation != nullptr) {
+                    json list = json::array();
+                    for (const Entity t : *reinterpret_cast<const Targets*>(v))
+                        list.push_back(entity_json(t));
+                    column.push_back(std::move(list));
+                } else {
+                    column.push_back(value_to_json(*info.schema, v, s.strings_if(), bad));
+                }
+            }
+            values.push_back(std::move(column));
+            if (col.enabled != nullptr)
+                flags.push_back(std::vector<std::uint8_t>(col.enabled, col.enabled + a.size));
+            else
+                flags.push_back(nullptr);
+            if (col.changed != nullptr) {
+                std::vector<std::uint64_t> added(col.added, col.added + a.size);
+                std::vector<std::uint64_t> changed(a.size);
+                for (std::uint32_t r = 0; r < a.size; ++r) changed[r] = col.changed_at(r);
+                ticks.push_back(json::array({added, changed}));
+            } else {
+                ticks.push_back(nullptr);
+            }
+        }
+        ja["values"] = std::move(values);
+        ja["enabled"] = std::move(flags);
+        ja["ticks"] = std::move(ticks);
+        archetypes.push_back(std::move(ja));
+    }
+    out["archetypes"] = std::move(archetypes);
+    json relations = json::array();
+    for (const RelationKindView& k : relation_kinds(s)) {
+        json lists = json::array();
+        for (std::size_t t = 0; t < k.sources.size(); ++t) {
+            if (k.sources[t].empty()) continue;
+            std::vector<std::uint32_t> sources;
+            for (const Entity e : k.sources[t]) sources.push_back(e.index);
+            lists.push_back(json::array({t, sources}));
+        }
+        relations.push_back(
+            {{"targets", component_info(k.type->targets).name}, {"sources", std::move(lists)}});
+    }
+    out["relations"] = std::move(relations);
+    return out;
+}
+
+// The loading program's component for a saved description, checked (its fields too, when
+// the description has them).
+SavedComponent resolve_json_component(const std::string& name, const std::string& kind,
+                                      bool tracked, const json* fields, const char* op) {
+    SavedComponent sc = resolve_component(name, kind, tracked, op);
+    if (sc.codec == Codec::fields && fields != nullptr) {
+        const std::string why = field_mismatch(*fields, *sc.info->schema, "");
+        if (!why.empty()) fail(op, "component '" + name + "': " + why);
+    }
+    return sc;
+}
+
+template <class T>
+std::vector<T> json_list(const json& j, const char* what, const char* op) {
+    if (!j.is_array()) fail(op, std::string(what) + " is not an array");
+    std::vector<T> out;
+    out.reserve(j.size());
+    for (const json& e : j) {
+        if (!e.is_number_unsigned() || e.get<std::uint64_t>() > std::numeric_limits<T>::max())
+            fail(op, std::string(what) + " holds a bad number");
+        out.push_back(e.get<T>());
+    }
+    return out;
+}
+
+const json& member(const json& j, const char* key, const char* op) {
+    if (!j.is_object() || !j.contains(key)) fail(op, std::string("missing '") + key + "'");
+    return j[key];
+}
+
+class JsonColumns final : public ColumnSource {
+public:
+    JsonColumns(const json& archetypes, const Image& image)
+        : archetypes_(archetypes), image_(image) {}
+
+    void values(std::size_t ai, std::size_t k, std::byte* dst, std::uint32_t n,
+                Storage& b) override {
+        const SavedComponent& sc = image_.components[image_.archetypes[ai].components[k]];
+        const json& column = cell(ai, "values", k, n);
+        construct_rows(*sc.info, dst, n, b, [&](std::uint32_t r, std::byte* v) {
+            const json& j = column[r];
+            auto bad = [&](const std::string& why) {
+                const std::uint32_t index = image_.archetypes[ai].entities[r];
+                fail(op_, "entity " + entity_text(Entity{index, image_.generations[index]}) +
+                              ", component '" + std::string(sc.info->name) + "', row " +
+                              std::to_string(r) + ": " + why);
+            };
+            if (sc.codec == Codec::targets) {
+                if (!j.is_array()) bad("targets are not an array");
+                auto& list = *reinterpret_cast<Targets*>(v);
+                list.reserve(j.size());
+                for (const json& e : j) {
+                    if (!e.is_array() || e.size() != 2 || !e[0].is_number_unsigned() ||
+                        !e[1].is_number_unsigned() || e[0].get<std::uint64_t>() > 0xFFFFFFFFu ||
+                        e[1].get<std::uint64_t>() > 0xFFFFFFFFu)
+                        bad("a bad target entity");
+                    list.push_back(Entity{e[0].get<std::uint32_t>(), e[1].get<std::uint32_t>()});
+                }
+            } else {
+                json_to_value(j, *sc.info->schema, v, b.strings(), bad);
+            }
+        });
+    }
+    void flags(std::size_t ai, std::size_t k, std::uint8_t* dst, std::uint32_t n) override {
+        const json& column = cell(ai, "enabled", k, n);
+        for (std::uint32_t r = 0; r < n; ++r) {
+            if (!column[r].is_number_unsigned() || column[r].get<std::uint64_t>() > 1)
+                fail(op_, "a bad enable flag");
+            dst[r] = column[r].get<std::uint8_t>();
+        }
+    }
+    void ticks(std::size_t ai, std::size_t k, std::uint64_t* added, std::uint64_t* changed,
+               std::uint32_t n) override {
+        const json& pair = member(archetypes_[ai], "ticks", op_);
+        if (!pair.is_array() || pair.size() <= k || !pair[k].is_array() || pair[k].size() != 2)
+            fail(op_, "missing change ticks");
+        const auto a = json_list<std::uint64_t>(pair[k][0], "ticks", op_);
+        const auto c = json_list<std::uint64_t>(pair[k][1], "ticks", op_);
+        if (a.size() != n || c.size() != n) fail(op_, "change ticks of the wrong length");
+        std::copy(a.begin(), a.end(), added);
+        std::copy(c.begin(), c.end(), changed);
+    }
+
+private:
+    const json& cell(std::size_t ai, const char* key, std::size_t k, std::uint32_t n) const {
+        const json& cells = member(archetypes_[ai], key, op_);
+        if (!cells.is_array() || cells.size() <= k || !cells[k].is_array() || cells[k].size() != n)
+            fail(op_, std::string("'") + key + "' of an archetype has the wrong shape");
+        return cells[k];
+    }
+    const json& archetypes_;
+    const Image& image_;
+    const char* op_ = "from_json";
+};
+
+void load_json(const json& j, World& world) {
+    const char* op = "from_json";
+    if (!j.is_object() || j.value("format", std::string()) != json_format)
+        fail(op, "not a tessera world (no \"format\": \"tessera-world\")");
+    if (j.value("version", 0) != format_version) fail(op, "an unsupported format version");
+    Image image;
+    const json& tick = member(j, "tick", op);
+    if (!tick.is_number_unsigned()) fail(op, "a bad tick");
+    image.tick = tick.get<std::uint64_t>();
+    image.generations = json_list<std::uint32_t>(member(j, "generations", op), "generations", op);
+    image.free = json_list<std::uint32_t>(member(j, "free", op), "free", op);
+    image.permanent = json_list<std::uint32_t>(member(j, "permanent", op), "permanent", op);
+    for (const json& s : member(j, "strings", op)) {
+        if (!s.is_string()) fail(op, "a string is not a string");
+        image.strings.push_back(s.get<std::string>());
+    }
+    const json& comps = member(j, "components", op);
+    if (!comps.is_array()) fail(op, "components is not an array");
+    for (const json& c : comps) {
+        const json& name = member(c, "name", op);
+        const json& kind = member(c, "kind", op);
+        if (!name.is_string() || !kind.is_string()) fail(op, "a bad component description");
+        const bool tracked = c.value("tracked", false);
+        image.components.push_back(
+            resolve_json_component(name.get<std::string>(), kind.get<std::string>(), tracked,
+                                   c.contains("fields") ? &c["fields"] : nullptr, op));
+        if (image.components.back().codec == Codec::fields && !c.contains("fields"))
+            fail(op, "component '" + name.get<std::string>() + "' has no field description");
+    }
+    const json& archetypes = member(j, "archetypes", op);
+    if (!archetypes.is_array()) fail(op, "archetypes is not an array");
+    for (const json& a : archetypes) {
+        image.archetypes.push_back(Image::Archetype{
+            json_list<std::uint32_t>(member(a, "components", op), "an archetype's components", op),
+            json_list<std::uint32_t>(member(a, "entities", op), "an archetype's entities", op)});
+    }
+    const json& relations = member(j, "relations", op);
+    if (!relations.is_array()) fail(op, "relations is not an array");
+    for (const json& r : relations) {
+        const json& targets = member(r, "targets", op);
+        if (!targets.is_string()) fail(op, "a bad relation");
+        SavedRelation sr{static_cast<std::uint32_t>(image.components.size()), {}};
+        for (std::size_t i = 0; i < image.components.size(); ++i) {
+            if (image.components[i].info->name == targets.get_ref<const std::string&>())
+                sr.component = static_cast<std::uint32_t>(i);
+        }
+        const json& lists = member(r, "sources", op);
+        if (!lists.is_array()) fail(op, "a bad relation");
+        for (const json& l : lists) {
+            if (!l.is_array() || l.size() != 2 || !l[0].is_number_unsigned() ||
+                l[0].get<std::uint64_t>() > 0xFFFFFFFFu)
+                fail(op, "a bad reverse relation list");
+            sr.sources.emplace_back(l[0].get<std::uint32_t>(),
+                                    json_list<std::uint32_t>(l[1], "sources", op));
+        }
+        image.relations.push_back(std::move(sr));
+    }
+    JsonColumns columns(archetypes, image);
+    load_image(image, columns, world, op);
+}
+
+}  // namespace
+}  // namespace tessera::detail::serial
+
+namespace tessera {
+
+nlohmann::json to_json(const World& world) {
+    return detail::serial::save_json(world.storage(), "to_json");
+}
+
+void from_json(const nlohmann::json& json, World& world) {
+    try {
+        detail::serial::load_json(json, world);
+    } catch (const nlohmann::json::exception& e) {
+        detail::serial::fail("from_json", std::string("malformed data: ") + e.what());
+    }
+}
+
+}  // namespace tessera
