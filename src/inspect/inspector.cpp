@@ -7,6 +7,8 @@
 // answered at once, even when no update runs. A waiter that times out removes its request from
 // the queue if the world thread has not taken it yet, so a timed-out edit is never applied
 // later; once taken, it is answered within that update, so the waiter keeps waiting for it.
+// The transport (server.hpp) bounds how long a client may take to send a request and gives
+// each connection a thread, so slow clients can't hold the server threads.
 #include <tessera/detail/field_value.hpp>
 #include <tessera/dynamic.hpp>
 #include <tessera/inspect.hpp>
