@@ -21,7 +21,10 @@ CTEST_ARGS ?=
 
 DEB_PACKAGES := cmake ninja-build g++ clang libgtest-dev libgmock-dev libbenchmark-dev \
                 libtbb-dev libglm-dev nlohmann-json3-dev python3 clang-format \
-                libcpp-httplib-dev doxygen
+                libcpp-httplib-dev doxygen pkgconf
+# The inspector's browser test (tests/browser/inspector_test.py): Chromium, its WebDriver and
+# Debian's Python bindings for it (make browser-deps, run by the test targets).
+BROWSER_DEB_PACKAGES := chromium chromium-driver python3-selenium
 # What `make docs` alone needs (doxygen is in DEB_PACKAGES too: `make test` runs the doxygen_api
 # test, which checks every public declaration is documented).
 DOCS_DEB_PACKAGES := doxygen
@@ -61,8 +64,8 @@ help:
 	@echo "  make format     clang-format -i on all C++ sources"
 	@echo "  make docs       the API reference (doxygen) in build/docs/html/index.html"
 	@echo "  make deps       install missing Debian packages (as root) or print the apt-get line"
-	@echo "  make browser-deps  Chromium + playwright-core for the inspector's browser test"
-	@echo "                  (the test targets run it)"
+	@echo "  make browser-deps  chromium, chromium-driver and python3-selenium for the inspector's"
+	@echo "                  browser test (the test targets run it)"
 	@echo "Variables: JOBS=$(JOBS) (parallel tests), CTEST_ARGS=... (extra ctest flags)"
 
 # A no-op when everything is installed (one dpkg query per package).
@@ -81,11 +84,13 @@ deps:
 	    exit 1; \
 	fi
 
-# configure + build + ctest for one preset: $(call preset_test,<preset>)
+# configure + build + ctest for one preset: $(call preset_test,<preset>). The browser test
+# must run here (browser-deps installed what it needs): TESSERA_BROWSER_REQUIRED=1 makes a
+# missing browser a failure, not a skip.
 define preset_test
 	cmake --preset $(1)
 	cmake --build --preset $(1)
-	ctest --preset $(1) -j $(JOBS) $(CTEST_ARGS)
+	TESSERA_BROWSER_REQUIRED=1 ctest --preset $(1) -j $(JOBS) $(CTEST_ARGS)
 endef
 
 test: deps browser-deps
@@ -144,16 +149,8 @@ docs: docs-deps
 	doxygen docs/Doxyfile
 	@echo "docs: open $(CURDIR)/build/docs/html/index.html"
 
-# The inspector's browser test (ctest label "browser"): Debian's Chromium, node and npm (any
-# node >= 18 already installed is kept), and playwright-core from npm in tests/browser
-# (package-lock.json pins it), installed again only when the lock file changed. When npm can't
-# reach its registry the test reports itself skipped rather than failing the other tests.
+# The inspector's browser test (ctest inspect_browser, label "browser"): Debian's Chromium,
+# chromium-driver and python3-selenium (for /usr/bin/python3), nothing from npm.
 .PHONY: browser-deps
 browser-deps:
-	@$(MAKE) --no-print-directory deps DEB_PACKAGES="chromium"
-	@command -v npm >/dev/null 2>&1 || $(MAKE) --no-print-directory deps DEB_PACKAGES="nodejs npm"
-	@if [ ! -d tests/browser/node_modules ] || \
-	    [ tests/browser/package-lock.json -nt tests/browser/node_modules ]; then \
-	    (cd tests/browser && npm ci --no-audit --no-fund && touch node_modules) || \
-	    echo "browser-deps: npm ci failed: the browser test (inspect_browser) will be skipped"; \
-	fi
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(BROWSER_DEB_PACKAGES)"

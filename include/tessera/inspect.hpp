@@ -33,9 +33,10 @@ class Schedule;
 
 /// How an `Inspector` serves.
 struct InspectorOptions {
-    /// The address to listen on. Anything but a loopback address ("127.0.0.1", "::1",
-    /// "localhost") also needs `allow_remote`, and prints a warning to stderr: the API can
-    /// change the world and has no authentication.
+    /// The address to listen on. Anything but a numeric loopback address (IPv4 127.0.0.0/8,
+    /// IPv6 "::1") or "localhost" also needs `allow_remote`, and prints a warning to stderr:
+    /// the API can change the world and has no authentication. A name is never taken for
+    /// loopback by its spelling ("127.example.com" is remote).
     std::string host = "127.0.0.1";
     /// Required to bind a non-loopback `host`.
     bool allow_remote = false;
@@ -43,8 +44,13 @@ struct InspectorOptions {
     std::chrono::milliseconds reply_timeout{1000};
     /// Largest request body accepted (a field edit's JSON value); larger ones get 413.
     std::size_t max_body = 4096;
-    /// Server threads (each open connection holds one while it waits for `update`).
-    int threads = 8;
+    /// How long a client has to send a whole request (head and body), counted from its
+    /// connection (or its previous answer on a keep-alive connection); a connection that has
+    /// not sent one in time is closed, so slow or stalled clients don't hold the server.
+    std::chrono::milliseconds request_timeout{2000};
+    /// Connections served at once: a thread each, started when none is idle and kept for later
+    /// connections. Beyond that many, a new connection waits until one closes.
+    int threads = 64;
 };
 
 /// A world inspector served over HTTP (see the file comment). Not copyable or movable.

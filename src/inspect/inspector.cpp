@@ -7,12 +7,17 @@
 // answered at once, even when no update runs. A waiter that times out removes its request from
 // the queue if the world thread has not taken it yet, so a timed-out edit is never applied
 // later; once taken, it is answered within that update, so the waiter keeps waiting for it.
+// The transport (server.hpp) bounds how long a client may take to send a request and gives
+// each connection a thread, so slow clients can't hold the server threads.
 #include <tessera/detail/field_value.hpp>
 #include <tessera/dynamic.hpp>
 #include <tessera/inspect.hpp>
 #include <tessera/relation.hpp>
 #include <tessera/schedule.hpp>
 #include <tessera/world.hpp>
+
+#include "server.hpp"
+#include "world_json.hpp"
 
 #include <httplib.h>
 #include <sys/socket.h>
@@ -58,10 +63,13 @@ namespace {
 using json = nlohmann::json;
 using detail::Archetype;
 using detail::Storage;
+using detail::inspector::add_leaves;
+using detail::inspector::find_by_name;
+using detail::inspector::leaf_value;
+using detail::inspector::names_of;
 
 constexpr std::size_t max_limit = 1000;            ///< entities / archetypes per page
 constexpr std::size_t default_limit = 100;         ///< when `limit` is not given
-constexpr std::size_t max_leaves = 256;            ///< field values shown per component
 constexpr std::size_t max_relation_listed = 1000;  ///< targets / sources listed per relation
 constexpr std::size_t frame_samples = 128;         ///< frame times kept for the median
 
@@ -132,91 +140,6 @@ std::vector<std::string> split_names(const std::string& list) {
     return out;
 }
 
-bool is_loopback(const std::string& host) {
-    return host == "127.0.0.1" || host == "localhost" || host == "::1" ||
-           host.rfind("127.", 0) == 0;
-}
-
-// ----- reading the world (world thread only) ------------------------------------------------
-
-/// The component of the world named `name`: its exact name, or else the one whose name ends
-/// in "::" + `name` (when exactly one does). Null when none; `ambiguous` set when several.
-std::optional<ComponentId> find_by_name(const Storage& s, std::string_view name,
-                                        std::string* problem) {
-    std::optional<ComponentId> suffix;
-    std::size_t suffix_matches = 0;
-    std::optional<ComponentId> exact;
-    s.for_each_component([&](ComponentId id) {
-        const std::string_view n = component_info(id).name;
-        if (n == name) exact = id;
-        if (n.size() > name.size() + 2 && n.ends_with(name) &&
-            n.substr(n.size() - name.size() - 2, 2) == "::") {
-            suffix = id;
-            ++suffix_matches;
-        }
-    });
-    if (exact) return exact;
-    if (suffix_matches == 1) return suffix;
-    if (suffix_matches > 1)
-        *problem = "component name '" + std::string(name) + "' is ambiguous: qualify it";
-    else
-        *problem = "unknown component '" + std::string(name) + "'";
-    return std::nullopt;
-}
-
-/// The JSON value of one scalar field at `p`.
-json leaf_value(const Storage& s, Field type, const std::byte* p) {
-    if (type == Field::record) return nullptr;
-    return detail::visit_scalar(type, p, [&](const auto& v) -> json {
-        using V = std::remove_cvref_t<decltype(v)>;
-        if constexpr (std::is_same_v<V, float>) {
-            // The shortest text that reads back as this float (50.4, not 50.39990234375).
-            if (!std::isfinite(v)) return nullptr;
-            char text[32];
-            const auto end = std::to_chars(text, text + sizeof text, v).ptr;
-            return std::strtod(std::string(text, end).c_str(), nullptr);
-        } else if constexpr (std::is_same_v<V, StringId>) {
-            const StringTable* table = s.strings_if();
-            if (v.value == 0) return "";
-            if (table != nullptr && v.value < table->size())
-                return std::string(table->get(v.value));
-            return nullptr;
-        } else {
-            return v;
-        }
-    });
-}
-
-/// Appends the leaves of field `f` (a record's fields, an array's elements) at `base`.
-void add_leaves(const Storage& s, const FieldInfo& f, const std::byte* base,
-                const std::string& prefix, json& out, bool& truncated) {
-    for (std::uint32_t i = 0; i < f.count; ++i) {
-        if (out.size() >= max_leaves) {
-            truncated = true;
-            return;
-        }
-        std::string path = prefix + std::string(f.name);
-        if (f.count > 1) path += "[" + std::to_string(i) + "]";
-        const std::byte* p = base + f.offset + std::size_t{i} * f.stride;
-        if (f.type == Field::record && f.schema != nullptr) {
-            for (const FieldInfo& inner : f.schema->fields)
-                add_leaves(s, inner, p, path + ".", out, truncated);
-            continue;
-        }
-        json leaf = {{"path", std::move(path)},
-                     {"type", std::string(to_string(f.type))},
-                     {"value", leaf_value(s, f.type, p)}};
-        if (f.is_enum) leaf["enum"] = true;
-        out.push_back(std::move(leaf));
-    }
-}
-
-json names_of(const Archetype& a) {
-    json names = json::array();
-    for (const ComponentId id : a.ids) names.push_back(std::string(component_info(id).name));
-    return names;
-}
-
 /// Archetypes a user can see, in creation order (the empty one included, the sentinels not).
 template <class F>
 void each_archetype(const Storage& s, F&& fn) {
@@ -231,8 +154,12 @@ void each_archetype(const Storage& s, F&& fn) {
 // ----- the inspector ------------------------------------------------------------------------
 
 struct Inspector::Impl {
+    explicit Impl(InspectorOptions o)
+        : options(std::move(o)),
+          server(std::max(options.request_timeout, std::chrono::milliseconds(1))) {}
+
     InspectorOptions options;
-    httplib::Server server;
+    detail::InspectorServer server;
     std::thread thread;
     std::atomic<bool> finished{false};
     int port = 0;
@@ -251,7 +178,8 @@ struct Inspector::Impl {
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
     void routes();
-    bool host_allowed(const httplib::Request& req) const;
+    /// Why `req`'s Host header is refused (400 or 403, and the message), or nothing.
+    std::optional<Failure> host_problem(const httplib::Request& req) const;
     /// Queues `p` and waits for its answer (or the timeout, or shutdown).
     void serve(const std::shared_ptr<Pending>& p, httplib::Response& res);
     static void reply(httplib::Response& res, int status, const std::string& body) {
@@ -310,10 +238,9 @@ ComponentId component_of(const World& world, Entity e, const std::string& name) 
 }  // namespace
 
 Inspector::Inspector(std::uint16_t port, InspectorOptions options)
-    : impl_(std::make_unique<Impl>()) {
+    : impl_(std::make_unique<Impl>(std::move(options))) {
     Impl& m = *impl_;
-    m.options = std::move(options);
-    if (!is_loopback(m.options.host)) {
+    if (!detail::is_loopback_host(m.options.host)) {
         if (!m.options.allow_remote)
             throw Error(errc::invalid_argument,
                         "Inspector: host '" + m.options.host +
@@ -324,13 +251,13 @@ Inspector::Inspector(std::uint16_t port, InspectorOptions options)
                      "no authentication\n";
     }
     m.frame_ms.reserve(frame_samples);
+    // A thread per connection, started when none is idle: slow clients don't hold up others
+    // (each is cut off at its request_timeout) until `threads` connections are open at once.
     const int threads = std::max(1, m.options.threads);
     m.server.new_task_queue = [threads] {
-        return new httplib::ThreadPool(static_cast<std::size_t>(threads));
+        return new detail::ConnectionPool(static_cast<std::size_t>(threads));
     };
     m.server.set_payload_max_length(m.options.max_body);
-    m.server.set_keep_alive_timeout(1);  // bounds how long the destructor waits for idle clients
-    m.server.set_read_timeout(2);
     m.server.set_write_timeout(2);
     // httplib's default also sets SO_REUSEPORT, which would let a second server share a taken
     // port silently: only SO_REUSEADDR here (restarting on a port in TIME_WAIT still works).
@@ -348,6 +275,7 @@ Inspector::Inspector(std::uint16_t port, InspectorOptions options)
         throw Error(errc::invalid_argument, "Inspector: cannot listen on " + m.options.host + ":" +
                                                 std::to_string(port) +
                                                 " (port taken, or not a local address?)");
+    m.server.widen_backlog();
     m.thread = std::thread([&m] {
         m.server.listen_after_bind();
         m.finished.store(true);
@@ -383,13 +311,24 @@ std::uint64_t Inspector::frames() const noexcept {
     return impl_->frames.load();
 }
 
-bool Inspector::Impl::host_allowed(const httplib::Request& req) const {
+std::optional<Failure> Inspector::Impl::host_problem(const httplib::Request& req) const {
+    // HTTP/1.1 (RFC 9112, 3.2): a request without exactly one Host header is a bad request.
+    const std::size_t hosts = req.get_header_value_count("Host");
+    if (hosts != 1)
+        return Failure{400, hosts == 0 ? "the request has no Host header"
+                                       : "the request has " + std::to_string(hosts) +
+                                             " Host headers (exactly one is allowed)"};
+    const std::string host = req.get_header_value("Host");
+    if (host.empty()) return Failure{400, "the request's Host header is empty"};
     // A page on another site can't reach the API through DNS rebinding: on loopback, only
     // requests addressed to a loopback name are served.
-    if (options.allow_remote || !req.has_header("Host")) return true;
-    const std::string host = req.get_header_value("Host");
+    if (options.allow_remote) return std::nullopt;
     const std::string p = ":" + std::to_string(port);
-    return host == "127.0.0.1" + p || host == "localhost" + p || host == "[::1]" + p;
+    const bool v6 = options.host.find(':') != std::string::npos;
+    const std::string own = (v6 ? "[" + options.host + "]" : options.host) + p;
+    if (host == "127.0.0.1" + p || host == "localhost" + p || host == "[::1]" + p || host == own)
+        return std::nullopt;
+    return Failure{403, "Host '" + host + "' is not served"};
 }
 
 void Inspector::Impl::serve(const std::shared_ptr<Pending>& p, httplib::Response& res) {
@@ -420,8 +359,9 @@ void Inspector::Impl::serve(const std::shared_ptr<Pending>& p, httplib::Response
 
 void Inspector::Impl::routes() {
     server.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        if (host_allowed(req)) return httplib::Server::HandlerResponse::Unhandled;
-        reply(res, 403, error_body("Host '" + req.get_header_value("Host") + "' is not served"));
+        const std::optional<Failure> problem = host_problem(req);
+        if (!problem) return httplib::Server::HandlerResponse::Unhandled;
+        reply(res, problem->status, error_body(problem->message));
         return httplib::Server::HandlerResponse::Handled;
     });
     server.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
@@ -794,11 +734,20 @@ json Inspector::Impl::edit(World& world, const Pending& p) {
     } catch (const Error& err) {
         fail(400, err.what());
     }
-    const std::byte* value = world.storage().find(e, id);
-    return {{"id", entity_text(e)},
-            {"component", std::string(info.name)},
-            {"field", p.field},
-            {"value", leaf_value(world.storage(), ref.info->type, value + ref.offset)}};
+    // The write fired on_set observers, which may have despawned the entity or removed the
+    // component (structural changes from callbacks are applied before set_field returns):
+    // answer with what is true now.
+    if (!world.is_alive(e))
+        fail(404, "entity " + entity_text(e) + " was written, then despawned by an observer");
+    json answer = {{"id", entity_text(e)},
+                   {"component", std::string(info.name)},
+                   {"field", p.field},
+                   {"value", nullptr}};
+    if (const std::byte* value = world.storage().find(e, id))
+        answer["value"] = leaf_value(world.storage(), ref.info->type, value + ref.offset);
+    else
+        answer["removed"] = true;
+    return answer;
 }
 
 }  // namespace tessera

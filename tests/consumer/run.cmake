@@ -1,7 +1,10 @@
-# ctest driver for the find_package consumer test (tests/CMakeLists.txt passes the variables):
+# ctest driver for the install-tree consumer test (tests/CMakeLists.txt passes the variables):
 #   1. cmake --install <TESSERA_BUILD_DIR> --prefix <WORK_DIR>/prefix
-#   2. configure tests/consumer with Ninja and -DCMAKE_PREFIX_PATH=<prefix>
-#   3. build it and run the consumer executable
+#   2. configure tests/consumer with Ninja and -DCMAKE_PREFIX_PATH=<prefix>; with INSPECT (the
+#      build has tessera::inspect) it requires the inspect component and builds its consumer
+#   3. build it and run the consumer executables
+#   4. with PKG_CONFIG: compile main.cpp (and inspect_main.cpp) by hand with the flags of the
+#      installed tessera.pc (tessera-inspect.pc) and run them
 foreach(var TESSERA_BUILD_DIR WORK_DIR CONSUMER_SOURCE_DIR CXX_COMPILER)
     if(NOT DEFINED ${var})
         message(FATAL_ERROR "run.cmake: ${var} is not set")
@@ -37,7 +40,49 @@ if(EXTRA_FLAGS)
     list(APPEND configure_args "-DCMAKE_CXX_FLAGS=${EXTRA_FLAGS}"
                                "-DCMAKE_EXE_LINKER_FLAGS=${EXTRA_FLAGS}")
 endif()
+if(INSPECT)
+    list(APPEND configure_args "-DTESSERA_CONSUMER_INSPECT=ON")
+endif()
 run_step("configure" "${CMAKE_COMMAND}" ${configure_args})
 run_step("build" "${CMAKE_COMMAND}" --build "${build}")
 run_step("run" "${build}/tessera_consumer")
+set(programs tessera)
+if(INSPECT)
+    run_step("run" "${build}/tessera_inspect_consumer")
+    list(APPEND programs tessera-inspect)
+endif()
 message(STATUS "consumer test: find_package(tessera) + tessera::tessera works")
+if(INSPECT)
+    message(STATUS "consumer test: find_package(tessera COMPONENTS inspect) + tessera::inspect works")
+endif()
+
+# pkg-config: the installed .pc files alone are enough to compile and link.
+if(NOT PKG_CONFIG)
+    return()
+endif()
+file(GLOB_RECURSE pc_file "${prefix}/*/pkgconfig/tessera.pc")
+if(NOT pc_file)
+    message(FATAL_ERROR "consumer test: cmake --install put no pkgconfig/tessera.pc under ${prefix}")
+endif()
+get_filename_component(pc_dir "${pc_file}" DIRECTORY)
+separate_arguments(extra UNIX_COMMAND "${EXTRA_FLAGS}")
+foreach(package IN LISTS programs)
+    execute_process(
+        COMMAND "${CMAKE_COMMAND}" -E env "PKG_CONFIG_PATH=${pc_dir}"
+                "${PKG_CONFIG}" --cflags --libs ${package}
+        OUTPUT_VARIABLE flags OUTPUT_STRIP_TRAILING_WHITESPACE RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+        message(FATAL_ERROR "consumer test: pkg-config --cflags --libs ${package} failed (${rc})")
+    endif()
+    separate_arguments(flags UNIX_COMMAND "${flags}")
+    if(package STREQUAL "tessera")
+        set(source "${CONSUMER_SOURCE_DIR}/main.cpp")
+    else()
+        set(source "${CONSUMER_SOURCE_DIR}/inspect_main.cpp")
+    endif()
+    set(program "${build}/${package}_pkgconfig")
+    run_step("pkg-config build of ${package}" "${CXX_COMPILER}" -std=c++20 ${extra} "${source}"
+             -o "${program}" ${flags})
+    run_step("run" "${program}")
+    message(STATUS "consumer test: pkg-config ${package} works")
+endforeach()

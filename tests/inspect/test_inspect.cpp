@@ -4,9 +4,15 @@
 #include <tessera/tessera.hpp>
 
 #include "common/error_of.hpp"
+#include "server.hpp"  // src/inspect: the loopback check
 
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include <array>
@@ -14,7 +20,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -119,6 +127,79 @@ std::string id(ts::Entity e) {
     return std::to_string(e.index) + ":" + std::to_string(e.generation);
 }
 
+/// A plain loopback TCP connection, for requests httplib's client won't send (no Host, two
+/// Hosts, a head trickled a byte at a time).
+class RawConnection {
+public:
+    explicit RawConnection(std::uint16_t port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+        sockaddr_in addr{};
+        addr.sin_family = AF_INET;
+        addr.sin_port = htons(port);
+        addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        connected_ =
+            fd_ >= 0 && ::connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    }
+    ~RawConnection() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    RawConnection(const RawConnection&) = delete;
+    RawConnection& operator=(const RawConnection&) = delete;
+
+    [[nodiscard]] bool connected() const { return connected_; }
+
+    /// False once the server has closed the connection.
+    bool send(std::string_view bytes) {
+        return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+               static_cast<ssize_t>(bytes.size());
+    }
+
+    /// Everything the server sends until it closes the connection (or `timeout` passes).
+    std::string read_all(std::chrono::milliseconds timeout) {
+        std::string out;
+        const auto deadline = std::chrono::steady_clock::now() + timeout;
+        while (!closed_ && std::chrono::steady_clock::now() < deadline) {
+            pollfd p{fd_, POLLIN, 0};
+            if (::poll(&p, 1, 10) > 0) drain(out);
+        }
+        return out;
+    }
+
+    /// True once the server has closed its end (reads what it sent before, without waiting).
+    bool server_closed() {
+        std::string ignored;
+        pollfd p{fd_, POLLIN, 0};
+        if (!closed_ && ::poll(&p, 1, 0) > 0) drain(ignored);
+        return closed_;
+    }
+
+private:
+    void drain(std::string& out) {
+        char buf[4096];
+        const ssize_t n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT);
+        if (n > 0)
+            out.append(buf, static_cast<std::size_t>(n));
+        else if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+            closed_ = true;
+    }
+
+    int fd_;
+    bool connected_ = false;
+    bool closed_ = false;
+};
+
+/// The status code of a raw HTTP response ("HTTP/1.1 400 Bad Request..."), 0 when none.
+int status_of(const std::string& response) {
+    if (response.rfind("HTTP/1.", 0) != 0 || response.size() < 12) return 0;
+    return std::stoi(response.substr(9, 3));
+}
+
+/// The JSON body of a raw HTTP response.
+json body_of(const std::string& response) {
+    const std::size_t start = response.find("\r\n\r\n");
+    if (start == std::string::npos) return nullptr;
+    return json::parse(response.substr(start + 4), nullptr, false);
+}
+
 /// A small world: bodies (some moving, one frozen, one with an Ai), a relation, a dead entity.
 struct Scene {
     ts::World world;
@@ -166,6 +247,40 @@ TEST(Inspector, OtherAddressesNeedAnExplicitOption) {
     options.allow_remote = true;  // prints a warning
     ts::Inspector remote(0, options);
     EXPECT_NE(remote.port(), 0);
+}
+
+TEST(Inspector, OnlyNumericLoopbackAddressesCountAsLoopback) {
+    using ts::detail::is_loopback_host;
+    for (const char* host : {"127.0.0.1", "127.0.0.2", "127.255.255.254", "::1", "localhost",
+                             "::ffff:127.0.0.1", "0:0:0:0:0:0:0:1"})
+        EXPECT_TRUE(is_loopback_host(host)) << host;
+    // Names are not numbers: "127.attacker.example" would be resolved (anywhere) and bound.
+    for (const char* host :
+         {"127.attacker.example", "127.0.0.1.nip.io", "127.1", "127.0.0.1 ", "localhost.example",
+          "0.0.0.0", "::", "10.0.0.1", "[::1]", "", "128.0.0.1", "::ffff:10.0.0.1"})
+        EXPECT_FALSE(is_loopback_host(host)) << host;
+    ts::InspectorOptions options;
+    options.host = "127.attacker.example";
+    EXPECT_EQ(ts::test::error_of([&] { ts::Inspector remote(0, options); }),
+              ts::errc::invalid_argument);
+    // With allow_remote it is served as a remote address: with the warning (binding it then
+    // fails here, the name resolving nowhere).
+    options.allow_remote = true;
+    testing::internal::CaptureStderr();
+    EXPECT_EQ(ts::test::error_of([&] { ts::Inspector remote(0, options); }),
+              ts::errc::invalid_argument);
+    EXPECT_NE(testing::internal::GetCapturedStderr(), "");
+    options.allow_remote = false;
+    // Any 127/8 address is loopback and needs no allow_remote; requests naming it are served.
+    options.host = "127.0.0.2";
+    ts::World world;
+    ts::Inspector inspector(0, options);
+    EXPECT_EQ(inspector.url(), "http://127.0.0.2:" + std::to_string(inspector.port()) + "/");
+    FrameLoop loop(inspector, world);
+    httplib::Client cli("127.0.0.2", inspector.port());
+    const auto r = cli.Get("/api/stats");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
 }
 
 TEST(Inspector, StatsCountsEntitiesArchetypesAndFrames) {
@@ -428,6 +543,43 @@ TEST(Inspector, PutChangesAReflectedFieldAtTheNextUpdate) {
     EXPECT_EQ(s.world.get<Ai>(s.c).mood, -3);
 }
 
+TEST(Inspector, EditsAnswerWhatIsTrueAfterTheirObservers) {
+    Scene s;
+    // "hp <= 0: despawn", "hp == 1: remove Body", "hp over 100: clamp": the observers of the
+    // write change the world before the answer is read.
+    ts::Observer o = s.world.on_set<Body>([](ts::World& w, ts::Entity e, Body& body) {
+        if (body.hp <= 0)
+            w.despawn(e);
+        else if (body.hp == 1)
+            w.remove<Body>(e);
+        else if (body.hp > 100)
+            body.hp = 100;
+    });
+    ts::Inspector inspector(0);
+    const std::uint16_t port = inspector.port();
+    {
+        FrameLoop loop(inspector, s.world);
+        Reply r = put(port, "/api/entity/" + id(s.a) + "/Body/hp", "0");
+        EXPECT_EQ(r.status, 404) << r.body;
+        EXPECT_TRUE(r.body["error"].is_string()) << r.body;
+        r = put(port, "/api/entity/" + id(s.b) + "/Body/hp", "1");
+        EXPECT_EQ(r.status, 200) << r.body;
+        EXPECT_TRUE(r.body["value"].is_null()) << r.body;
+        EXPECT_EQ(r.body["removed"], true) << r.body;
+        r = put(port, "/api/entity/" + id(s.c) + "/Body/hp", "500");
+        EXPECT_EQ(r.status, 200) << r.body;
+        EXPECT_EQ(r.body["value"], 100) << r.body;
+        EXPECT_FALSE(r.body.contains("removed"));
+        // The inspector still serves: the dead one is gone, the others as they are now.
+        EXPECT_EQ(get(port, "/api/entity/" + id(s.a)).status, 404);
+        EXPECT_EQ(get(port, "/api/entity/" + id(s.b)).status, 200);
+    }
+    EXPECT_FALSE(s.world.is_alive(s.a));
+    EXPECT_TRUE(s.world.is_alive(s.b));
+    EXPECT_FALSE(s.world.has<Body>(s.b));
+    EXPECT_EQ(s.world.get<Body>(s.c).hp, 100);
+}
+
 TEST(Inspector, BadEditsGet4xxAndChangeNothing) {
     Scene s;
     const std::uint64_t before = ts::state_hash(s.world);
@@ -552,6 +704,106 @@ TEST(Inspector, ForeignHostHeadersAreRefused) {
         cli.Get("/api/stats", {{"Host", "localhost:" + std::to_string(inspector.port())}});
     ASSERT_TRUE(good);
     EXPECT_EQ(good->status, 200);
+}
+
+TEST(Inspector, RequestsWithoutExactlyOneHostAreBad) {
+    ts::World world;
+    ts::Inspector inspector(0);
+    FrameLoop loop(inspector, world);
+    const std::string host = "Host: 127.0.0.1:" + std::to_string(inspector.port()) + "\r\n";
+    const auto ask = [&](const std::string& headers) {
+        RawConnection c(inspector.port());
+        EXPECT_TRUE(c.connected());
+        c.send("GET /api/stats HTTP/1.1\r\nConnection: close\r\n" + headers + "\r\n");
+        const std::string response = c.read_all(std::chrono::seconds(5));
+        if (status_of(response) >= 400) {
+            EXPECT_TRUE(body_of(response)["error"].is_string()) << response;
+        }
+        return status_of(response);
+    };
+    EXPECT_EQ(ask(host), 200);
+    EXPECT_EQ(ask(""), 400);            // none
+    EXPECT_EQ(ask("Host:\r\n"), 400);   // empty
+    EXPECT_EQ(ask("Host: \r\n"), 400);  // empty
+    EXPECT_EQ(ask(host + host), 400);   // two, even when both are right
+    EXPECT_EQ(ask(host + "host: evil.example\r\n"), 400);
+    // The page too, and with allow_remote as well.
+    RawConnection page(inspector.port());
+    page.send("GET / HTTP/1.0\r\n\r\n");
+    EXPECT_EQ(status_of(page.read_all(std::chrono::seconds(5))), 400);
+    ts::InspectorOptions options;
+    options.allow_remote = true;
+    ts::Inspector open(0, options);
+    RawConnection c(open.port());
+    c.send("GET / HTTP/1.1\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(status_of(c.read_all(std::chrono::seconds(5))), 400);
+}
+
+TEST(Inspector, SlowClientsAreCutOffAndDontHoldUpOthers) {
+    using clock = std::chrono::steady_clock;
+    ts::World world;
+    world.spawn(Body{});
+    ts::Inspector inspector(0);
+    const std::uint16_t port = inspector.port();
+    FrameLoop loop(inspector, world);
+    const std::string head_start =
+        "GET /api/stats HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) + "\r\nX-Slow: ";
+    // Thirty clients trickle a header a byte every 250 ms (each read is quick, the head never
+    // ends); ten connect and send nothing.
+    const auto t0 = clock::now();
+    std::vector<std::unique_ptr<RawConnection>> slow;
+    for (int i = 0; i < 40; ++i) {
+        slow.push_back(std::make_unique<RawConnection>(port));
+        ASSERT_TRUE(slow.back()->connected());
+        if (i < 30) slow.back()->send(head_start);
+    }
+    std::vector<clock::duration> closed_after(slow.size(), clock::duration::max());
+    std::atomic<bool> trickling{true};
+    std::thread trickle([&] {
+        while (trickling.load()) {
+            for (std::size_t i = 0; i < slow.size(); ++i) {
+                if (closed_after[i] != clock::duration::max()) continue;
+                if (slow[i]->server_closed() || (i < 30 && !slow[i]->send("x")))
+                    closed_after[i] = clock::now() - t0;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        }
+    });
+    // Meanwhile normal requests are answered promptly, one also sent in slow pieces (but in
+    // time).
+    std::vector<std::pair<int, clock::duration>> normal;
+    while (clock::now() - t0 < std::chrono::milliseconds(3500)) {
+        httplib::Client cli("127.0.0.1", port);
+        cli.set_read_timeout(5);
+        const auto start = clock::now();
+        const auto r = cli.Get("/api/stats");
+        normal.emplace_back(r ? r->status : 0, clock::now() - start);
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    RawConnection paced(port);
+    const std::vector<std::string> pieces = {
+        "GET /api/stats HTTP/1.1\r\n",
+        "Host: 127.0.0.1:", std::to_string(port) + "\r\nConnection: close\r\n\r\n"};
+    for (const std::string& piece : pieces) {
+        paced.send(piece);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+    EXPECT_EQ(status_of(paced.read_all(std::chrono::seconds(5))), 200);
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    trickling.store(false);
+    trickle.join();
+
+    ASSERT_GT(normal.size(), 5u);
+    for (const auto& [status, took] : normal) {
+        EXPECT_EQ(status, 200);
+        EXPECT_LT(took, std::chrono::seconds(1))
+            << std::chrono::duration<double>(took).count() << " s";
+    }
+    // Every slow connection was closed about 2 s (request_timeout) after it opened.
+    for (std::size_t i = 0; i < slow.size(); ++i) {
+        EXPECT_GT(closed_after[i], std::chrono::milliseconds(1500)) << i;
+        EXPECT_LT(closed_after[i], std::chrono::milliseconds(3500)) << i;
+    }
 }
 
 TEST(Inspector, ServesItsPageWithoutExternalResources) {
