@@ -218,9 +218,11 @@ FieldRef resolve_field(ComponentId id, std::string_view path, const char* op) {
         rest = end == std::string_view::npos ? std::string_view() : rest.substr(end);
         bool element = false;
         if (!rest.empty() && rest[0] == '[') {
-            if (f->count <= 1)
-                bad_field(op, info, path,
-                          "'" + std::string(f->name) + "' is not an array: it takes no index");
+            if (f->count <= 1) {
+                std::string why(1, '\'');  // appended (gcc 12 -O3 warns -Wrestrict on "'" + s)
+                why.append(f->name).append("' is not an array: it takes no index");
+                bad_field(op, info, path, why);
+            }
             const std::size_t close = rest.find(']');
             std::uint64_t index = 0;
             const std::string_view digits =

@@ -221,9 +221,11 @@ Archetype& Storage::create_archetype(std::span<const ComponentId> ids) {
         col.size = ci.size;
         a->tracked = a->tracked || components_[id.value].tracked;
         a->enableable = a->enableable || ci.enableable;
+        a->bytewise = a->bytewise && ci.relocate == nullptr;
         a->columns.push_back(col);
     }
     a->index = index;
+    a->slow_rows = a->tracked || a->enableable || !a->bytewise;
     a->observed = a->observed || observe_all_;
     for (ComponentId id : ids) {
         WorldComponent& wc = components_[id.value];
@@ -283,6 +285,14 @@ std::pmr::vector<ComponentId> merged_set(const Archetype& from, std::span<const 
 }
 }  // namespace
 
+namespace {
+// The column `id` has in `a` (the larger table of an edge), or no_column for a tag.
+std::uint16_t pivot_of(const Archetype& a, ComponentId id) noexcept {
+    const std::int32_t c = a.slot(id);
+    return c >= 0 ? static_cast<std::uint16_t>(c) : EdgeMap::Edge::no_column;
+}
+}  // namespace
+
 Archetype& Storage::add_edge(Archetype& from, ComponentId id) {
     if (const EdgeMap::Edge* e = from.edges.find(id.value); e != nullptr && e->add != no_index) {
         return *archetypes_[e->add];
@@ -290,7 +300,9 @@ Archetype& Storage::add_edge(Archetype& from, ComponentId id) {
     ensure_component(id);
     const ComponentId one[] = {id};
     Archetype& to = archetype_for(merged_set(from, one, true, mr_));
-    from.edges.get(id.value).add = to.index;
+    EdgeMap::Edge& edge = from.edges.get(id.value);
+    edge.add = to.index;
+    edge.add_pivot = pivot_of(to, id);
     return to;
 }
 
@@ -300,7 +312,9 @@ Archetype& Storage::remove_edge(Archetype& from, ComponentId id) {
     }
     const ComponentId one[] = {id};
     Archetype& to = archetype_for(merged_set(from, one, false, mr_));
-    from.edges.get(id.value).remove = to.index;
+    EdgeMap::Edge& edge = from.edges.get(id.value);
+    edge.remove = to.index;
+    edge.remove_pivot = pivot_of(from, id);
     return to;
 }
 
@@ -364,6 +378,7 @@ void Storage::track(ComponentId id) {
         if (c < 0) continue;
         Column& col = a->columns[static_cast<std::uint32_t>(c)];
         a->tracked = true;
+        a->slow_rows = true;
         if (a->capacity == 0) continue;
         col.added = arrays[k++];
         col.changed = arrays[k++];
@@ -498,11 +513,6 @@ void Storage::stamp_row_added(RowSlot slot) noexcept {
     for (Column& c : slot.archetype->columns) {
         if (c.changed != nullptr) c.set_added(slot.row, tick_);
     }
-}
-
-void Storage::stamp_added(RowSlot slot, std::int32_t column) noexcept {
-    Column& c = slot.archetype->columns[static_cast<std::uint32_t>(column)];
-    if (c.changed != nullptr) c.set_added(slot.row, tick_);
 }
 
 void Storage::init_row(RowSlot slot) noexcept {

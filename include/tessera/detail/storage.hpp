@@ -134,6 +134,13 @@ public:
         std::uint32_t key = 0xFFFFFFFFu;
         std::uint32_t add = 0xFFFFFFFFu;     ///< archetype index after adding `key`
         std::uint32_t remove = 0xFFFFFFFFu;  ///< archetype index after removing `key`
+        /// The move plan of each direction: the column `key` has in the larger table (the
+        /// target of an add, the source of a remove), or `no_column` for a tag. Columns are in
+        /// id order in both tables, so every other column `k` of the smaller table is column
+        /// `k + (k >= pivot)` of the larger one.
+        std::uint16_t add_pivot = no_column;
+        std::uint16_t remove_pivot = no_column;
+        static constexpr std::uint16_t no_column = 0xFFFF;
     };
     explicit EdgeMap(std::pmr::memory_resource* mr) : slots_(mr) {}
 
@@ -169,8 +176,12 @@ struct Archetype {
     /// removed only by freeing (the last row fills the hole), so while `size` and `freed` stay
     /// the same every row holds the same entity.
     std::uint64_t freed = 0;
-    bool tracked = false;               ///< some column has tick arrays
-    bool enableable = false;            ///< some column has enable flags
+    bool tracked = false;     ///< some column has tick arrays
+    bool enableable = false;  ///< some column has enable flags
+    bool bytewise = true;     ///< every column's values move with memcpy
+    /// Rows need more than their values moved (ticks, enable flags) or a value needs its move
+    /// constructor: `tracked || enableable || !bytewise`, kept with them.
+    bool slow_rows = false;
     bool observed = false;              ///< a despawn or remove here may fire observers
     Entity* entities = nullptr;         ///< the entity of each row
     std::pmr::vector<ComponentId> ids;  ///< sorted component set, tags included
@@ -409,8 +420,11 @@ public:
             const EdgeMap::Edge* edge = from.edges.find(id.value);
             if (edge != nullptr && edge->add != no_index) [[likely]] {
                 Archetype& to = *archetypes_[edge->add];
-                if (to.size < to.capacity) [[likely]]
+                if (to.size < to.capacity) [[likely]] {
+                    if (!(from.slow_rows || to.slow_rows)) [[likely]]
+                        return move_bytes(e, *r, from, to, from, to, edge->add_pivot);
                     return move_entity(e, *r, to);
+                }
             }
         }
         const ComponentId one[] = {id};
@@ -430,7 +444,10 @@ public:
             if (edge != nullptr && edge->remove != no_index) [[likely]] {
                 Archetype& to = *archetypes_[edge->remove];
                 if (to.size < to.capacity) [[likely]] {
-                    move_entity(e, *r, to);
+                    if (!(from.slow_rows || to.slow_rows)) [[likely]]
+                        move_bytes(e, *r, from, to, to, from, edge->remove_pivot);
+                    else
+                        move_entity(e, *r, to);
                     return true;
                 }
             }
@@ -450,10 +467,63 @@ public:
     /// components the source lacks are left uninitialised (the caller constructs them before
     /// anything else can run). Ticks travel with the values. Precondition: `reserve_rows(to, 1)`.
     RowSlot move_entity(Entity e, const EntityRecord& r, Archetype& to) noexcept;
+    /// `move_entity` along an edge between two tables whose rows are only bytes (neither
+    /// `slow_rows`): every column of `small` (the table with one column fewer, or the same
+    /// columns for a tag) moves to or from column `k + (k >= pivot)` of `large`; the removed
+    /// column, trivially destructible, needs nothing. Precondition: room in `to`.
+    RowSlot move_bytes(Entity e, const EntityRecord& r, Archetype& from, Archetype& to,
+                       const Archetype& small, const Archetype& large,
+                       std::uint32_t pivot) noexcept {
+        const std::uint32_t src = r.row;
+        const std::uint32_t dst = to.size;
+        const bool adding = &small == &from;
+        const Column* sc = small.columns.data();
+        const Column* lc = large.columns.data();
+        const std::size_t n = small.columns.size();
+        for (std::size_t k = 0; k < n; ++k) {
+            const Column& c = sc[k];
+            const Column& l = lc[k + (k >= pivot ? 1 : 0)];
+            const std::size_t size = c.size;
+            std::byte* d = (adding ? l.data : c.data) + dst * size;
+            const std::byte* s = (adding ? c.data : l.data) + src * size;
+            copy_bytes(d, s, size);
+        }
+        to.entities[dst] = e;
+        ++to.size;
+        const std::uint32_t last = from.size - 1;
+        if (src != last) {
+            for (const Column& c : from.columns)
+                copy_bytes(c.data + std::size_t{src} * c.size, c.data + std::size_t{last} * c.size,
+                           c.size);
+            const Entity moved = from.entities[last];
+            from.entities[src] = moved;
+            record_data_[moved.index].row = src;
+        }
+        --from.size;
+        ++from.freed;
+        EntityRecord& rec = record_data_[e.index];
+        rec.archetype = to.index;
+        rec.row = dst;
+        return {&to, dst};
+    }
+    /// Copies one value of `size` bytes; the common sizes compile to a load and a store.
+    static void copy_bytes(std::byte* d, const std::byte* s, std::size_t size) noexcept {
+        switch (size) {
+            case 4: std::memcpy(d, s, 4); break;
+            case 8: std::memcpy(d, s, 8); break;
+            case 12: std::memcpy(d, s, 12); break;
+            case 16: std::memcpy(d, s, 16); break;
+            default: std::memcpy(d, s, size); break;
+        }
+    }
     /// Ensures room for `n` more rows in `a` (strong guarantee).
     void reserve_rows(Archetype& a, std::size_t n);
     /// Stamps the added+changed ticks of `slot` for `id` (when tracked).
-    void stamp_added(RowSlot slot, std::int32_t column) noexcept;
+    void stamp_added(RowSlot slot, std::int32_t column) const noexcept {
+        const Column& c = slot.archetype->columns[static_cast<std::uint32_t>(column)];
+        if (c.changed != nullptr) [[unlikely]]
+            c.set_added(slot.row, tick_);
+    }
     /// Stamps every tracked column of `slot`'s row as added (new row).
     void stamp_row_added(RowSlot slot) noexcept;
 

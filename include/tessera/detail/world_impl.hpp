@@ -64,7 +64,8 @@ T* lookup(const Storage& s, Entity e, ComponentId id) noexcept {
 }
 
 template <class U, class Arg>
-void place(Storage& s, RowSlot slot, bool existed, Arg&& arg) noexcept {
+[[gnu::always_inline]] inline void place(Storage& s, RowSlot slot, bool existed,
+                                         Arg&& arg) noexcept {
     const std::int32_t c = slot.archetype->slot(component_id<U>());
     if (c < 0) return;  // tag: no bytes
     Column& col = slot.archetype->columns[static_cast<std::uint32_t>(c)];
