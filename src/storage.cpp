@@ -3,11 +3,8 @@
 // Every mutating function first does everything that can fail (allocation, archetype creation,
 // reserving rows and entity slots) and only then changes state with operations that cannot
 // throw, which is how the strong guarantee holds, std::bad_alloc included.
-#include <tessera/detail/observe.hpp>
 #include <tessera/detail/storage.hpp>
-#include <tessera/dynamic.hpp>
 #include <tessera/error.hpp>
-#include <tessera/relation.hpp>
 
 #include <sys/mman.h>
 
@@ -748,126 +745,6 @@ std::vector<Entity> Storage::entities() const {
     for (const Archetype* a : archetypes_)
         out.insert(out.end(), a->entities, a->entities + a->size);
     return out;
-}
-
-// ------------------------------------------------------------------------ strings, copies
-
-StringTable& Storage::strings() {
-    if (strings_ == nullptr) {
-        void* mem = mr_->allocate(sizeof(StringTable), alignof(StringTable));
-        try {
-            strings_ = ::new (mem) StringTable(mr_);
-        } catch (...) {
-            mr_->deallocate(mem, sizeof(StringTable), alignof(StringTable));
-            throw;
-        }
-    }
-    return *strings_;
-}
-
-void destroy_strings(StringTable* strings, std::pmr::memory_resource* mr) noexcept {
-    if (strings == nullptr) return;
-    strings->~StringTable();
-    mr->deallocate(strings, sizeof(StringTable), alignof(StringTable));
-}
-
-void Storage::copy_from(const Storage& src, const char* op) {
-    for (const Archetype* a : src.archetypes_) {
-        if (a->size == 0) continue;
-        for (const Column& c : a->columns) {
-            if (!c.info->copyable()) {
-                throw Error(errc::invalid_argument,
-                            std::string(op) + ": component " + std::string(c.info->name) +
-                                " can't be copied (it has no copy constructor)");
-            }
-        }
-    }
-    for (std::size_t i = 0; i < src.components_.size(); ++i) {
-        const WorldComponent& from = src.components_[i];
-        if (from.info == nullptr) continue;
-        ensure_component(ComponentId{static_cast<std::uint32_t>(i)});
-        components_[i].tracked = from.tracked;  // before the tables: grow() makes tick arrays
-        components_[i].relation = from.relation;
-        components_[i].observed = from.relation || observe_all_;  // relations: always observed
-    }
-    // The same archetypes at the same indices (the three sentinels exist already).
-    for (std::size_t i = first_user_archetype; i < src.archetypes_.size(); ++i)
-        create_archetype(src.archetypes_[i]->ids);
-    for (std::size_t i = empty_archetype; i < src.archetypes_.size(); ++i) {
-        const Archetype& from = *src.archetypes_[i];
-        Archetype& to = *archetypes_[i];
-        if (from.size == 0) continue;
-        grow(to, from.size);
-        std::memcpy(to.entities, from.entities, std::size_t{from.size} * sizeof(Entity));
-        std::size_t done = 0;  // columns whose values exist
-        try {
-            for (; done < from.columns.size(); ++done) {
-                const Column& c = from.columns[done];
-                c.info->copy_values(to.columns[done].data, c.data, from.size);
-            }
-        } catch (...) {
-            for (std::size_t k = 0; k < done; ++k) {
-                const Column& c = to.columns[k];
-                if (c.destroy != nullptr) c.destroy(c.data, from.size);
-            }
-            throw;
-        }
-        for (std::size_t k = 0; k < from.columns.size(); ++k) {
-            const Column& c = from.columns[k];
-            Column& d = to.columns[k];
-            if (c.changed != nullptr && d.changed != nullptr) {
-                std::memcpy(d.added, c.added, std::size_t{from.size} * sizeof(std::uint64_t));
-                std::memcpy(d.changed, c.changed, std::size_t{from.size} * sizeof(std::uint64_t));
-                std::memcpy(d.changed_max, c.changed_max,
-                            tick_blocks(from.size) * sizeof(std::uint64_t));
-                d.stamped = c.stamped;
-            }
-            if (c.enabled != nullptr) std::memcpy(d.enabled, c.enabled, from.size);
-        }
-        to.size = from.size;
-    }
-    reserve_records(src.record_count_);
-    if (src.record_count_ != 0)
-        std::memcpy(record_data_, src.record_data_, src.record_count_ * sizeof(EntityRecord));
-    record_count_ = src.record_count_;
-    permanent_.assign(src.permanent_.begin(), src.permanent_.end());
-    if (src.relations_ != nullptr) relations_ = clone_relation_index(*src.relations_, *this);
-    observed_ = observers_any_ || relations_ != nullptr;
-    if (src.strings_ != nullptr) {
-        void* mem = mr_->allocate(sizeof(StringTable), alignof(StringTable));
-        try {
-            strings_ = ::new (mem) StringTable(*src.strings_);
-        } catch (...) {
-            mr_->deallocate(mem, sizeof(StringTable), alignof(StringTable));
-            throw;
-        }
-    }
-    free_head_ = src.free_head_;
-    free_count_ = src.free_count_;
-    alive_ = src.alive_;
-    tick_ = src.tick_;
-}
-
-void Storage::swap_state(Storage& other) noexcept {
-    using std::swap;
-    swap(record_data_, other.record_data_);
-    swap(record_count_, other.record_count_);
-    swap(record_capacity_, other.record_capacity_);
-    archetypes_.swap(other.archetypes_);
-    components_.swap(other.components_);
-    set_index_.swap(other.set_index_);
-    bundles_.swap(other.bundles_);
-    bundle_slots_.swap(other.bundle_slots_);
-    permanent_.swap(other.permanent_);
-    swap(relations_, other.relations_);
-    swap(strings_, other.strings_);
-    swap(free_head_, other.free_head_);
-    swap(free_count_, other.free_count_);
-    swap(alive_, other.alive_);
-    observed_ = observers_any_ || relations_ != nullptr;
-    other.observed_ = other.observers_any_ || other.relations_ != nullptr;
-    ++epoch_;
-    ++other.epoch_;
 }
 
 }  // namespace tessera::detail

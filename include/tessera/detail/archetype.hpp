@@ -1,0 +1,195 @@
+/// @file detail/archetype.hpp
+/// Archetype tables: the columns of one component set, their change ticks and enable flags,
+/// and the edges to the tables one add or remove away. Internal, not API.
+///
+/// Layout: an archetype is a sorted set of component ids plus a table of rows. Each non-tag
+/// component has a column (one contiguous, 64-byte aligned array of values); tracked components
+/// add two tick arrays (added, changed; the changed array ends with a bound per block of rows),
+/// enableable ones a byte per row. Every column and the entity column share the archetype's
+/// capacity. The slot table maps a component id to its column (dense by id value), so a typed
+/// lookup is one load.
+#pragma once
+
+#include <tessera/component.hpp>
+#include <tessera/entity.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory_resource>
+#include <vector>
+
+namespace tessera::detail {
+
+/// Slot values: a column index (>= 0), or one of these.
+inline constexpr std::int32_t slot_absent = -1;
+inline constexpr std::int32_t slot_tag = -2;
+
+/// Rows per entry of `Column::changed_max`.
+inline constexpr std::uint32_t tick_block = 16;
+
+/// Blocks of `tick_block` rows in `rows` rows (rounded up).
+constexpr std::size_t tick_blocks(std::size_t rows) noexcept {
+    return (rows + tick_block - 1) / tick_block;
+}
+/// Words of a changed-tick array for `capacity` rows: a tick per row, then a bound per block.
+constexpr std::size_t changed_words(std::size_t capacity) noexcept {
+    return capacity + tick_blocks(capacity);
+}
+
+/// Raises a block bound (`Column::changed_max`) to `tick`. par_each workers may raise one bound
+/// at once, all with the same tick (writers of one component never run concurrently with
+/// different ticks): relaxed atomics make that a plain load and store.
+inline void raise_bound(std::uint64_t& bound, std::uint64_t tick) noexcept {
+    std::atomic_ref<std::uint64_t> b(bound);
+    if (b.load(std::memory_order_relaxed) < tick) b.store(tick, std::memory_order_relaxed);
+}
+
+/// One component's values in an archetype (the hooks a row move needs are copied here from the
+/// `ComponentInfo`).
+struct Column {
+    std::byte* data = nullptr;         ///< `capacity * size` bytes
+    std::uint64_t* added = nullptr;    ///< per-row added tick; null until tracked
+    std::uint64_t* changed = nullptr;  ///< per-row changed tick; null until tracked
+    /// Per block of `tick_block` rows, a bound on their changed ticks (each row's is at most
+    /// its block's), so a scan for changes skips a block whose bound is old; it may be above
+    /// every row's (rows left). `changed_words(capacity)` words from `changed`: this is
+    /// `changed + capacity`. Null until tracked.
+    std::uint64_t* changed_max = nullptr;
+    std::uint8_t* enabled = nullptr;  ///< per-row enable flag; null unless enableable
+    /// info->relocate: null when values move with memcpy
+    void (*relocate)(void* dst, void* src, std::size_t n) noexcept = nullptr;
+    /// info->destroy: null when trivially destructible
+    void (*destroy)(void* p, std::size_t n) noexcept = nullptr;
+    const ComponentInfo* info = nullptr;
+    ComponentId id;          ///< info->id
+    std::uint32_t size = 0;  ///< info->size
+    /// Every row's changed tick is at least this: a query's `T&` term stamps a whole chunk in
+    /// O(1) here instead of writing each row. Rows leaving the table take the larger of the
+    /// two; before an older row enters, it is folded into the rows (see `Storage::settle`).
+    std::uint64_t stamped = 0;
+
+    /// Moves the value at `src` into the uninitialised `dst` (a slot of this column), leaving
+    /// `src` destroyed.
+    void relocate_in(std::byte* dst, std::byte* src) const noexcept {
+        if (relocate != nullptr)
+            relocate(dst, src, 1);
+        else
+            std::memcpy(dst, src, size);
+    }
+
+    /// The changed tick of `row` (tick arrays must exist).
+    [[nodiscard]] std::uint64_t changed_at(std::uint32_t row) const noexcept {
+        return changed[row] > stamped ? changed[row] : stamped;
+    }
+    /// Sets `row`'s changed tick (tick arrays must exist).
+    void set_changed(std::uint32_t row, std::uint64_t tick) const noexcept {
+        changed[row] = tick;
+        raise_bound(changed_max[row / tick_block], tick);
+    }
+    /// Sets `row`'s added and changed ticks: a new value (tick arrays must exist).
+    void set_added(std::uint32_t row, std::uint64_t tick) const noexcept {
+        added[row] = tick;
+        set_changed(row, tick);
+    }
+    /// Raises the bounds of the blocks holding rows [first, last) to `tick` (after their ticks
+    /// were written in bulk).
+    void raise_blocks(std::size_t first, std::size_t last, std::uint64_t tick) const noexcept {
+        for (std::size_t b = first / tick_block; b < tick_blocks(last); ++b)
+            raise_bound(changed_max[b], tick);
+    }
+    /// Sets the bounds of the blocks of rows [0, rows) from the rows' ticks (after the row
+    /// ticks were written in bulk).
+    void bound_blocks(std::uint32_t rows) const noexcept {
+        for (std::size_t b = 0; b < tick_blocks(rows); ++b) {
+            const std::uint64_t* t = changed + b * tick_block;
+            const std::size_t n = std::min<std::size_t>(tick_block, rows - b * tick_block);
+            changed_max[b] = *std::max_element(t, t + n);
+        }
+    }
+};
+
+/// A small open-addressing map from a component id to the archetypes one add / one remove
+/// of that component leads to. Keys are small dense integers, so the hash is the identity.
+class EdgeMap {
+public:
+    struct Edge {
+        std::uint32_t key = 0xFFFFFFFFu;
+        std::uint32_t add = 0xFFFFFFFFu;     ///< archetype index after adding `key`
+        std::uint32_t remove = 0xFFFFFFFFu;  ///< archetype index after removing `key`
+        /// The move plan of each direction: the column `key` has in the larger table (the
+        /// target of an add, the source of a remove), or `no_column` for a tag. Columns are in
+        /// id order in both tables, so every other column `k` of the smaller table is column
+        /// `k + (k >= pivot)` of the larger one.
+        std::uint16_t add_pivot = no_column;
+        std::uint16_t remove_pivot = no_column;
+        static constexpr std::uint16_t no_column = 0xFFFF;
+    };
+    explicit EdgeMap(std::pmr::memory_resource* mr) : slots_(mr) {}
+
+    /// The edge for `key`, or null.
+    [[nodiscard]] const Edge* find(std::uint32_t key) const noexcept {
+        if (slots_.empty()) return nullptr;
+        const std::size_t mask = slots_.size() - 1;
+        for (std::size_t i = key & mask;; i = (i + 1) & mask) {
+            const Edge& e = slots_[i];
+            if (e.key == key) return &e;
+            if (e.key == 0xFFFFFFFFu) return nullptr;
+        }
+    }
+    /// The edge for `key`, inserted when missing. May throw bad_alloc (map unchanged then).
+    Edge& get(std::uint32_t key);
+
+private:
+    std::pmr::vector<Edge> slots_;
+    std::size_t used_ = 0;
+};
+
+/// One archetype table. Allocated with its slot table right behind it (`slot_count` entries),
+/// so a component lookup needs no pointer load.
+struct Archetype {
+    Archetype(std::pmr::memory_resource* mr, std::uint32_t slots)
+        : slot_count(slots), ids(mr), columns(mr), edges(mr) {}
+
+    const std::uint32_t slot_count;  ///< entries in the slot table (max id value + 1)
+    std::uint32_t index = 0;         ///< position in the world's archetype list
+    std::uint32_t size = 0;          ///< live rows
+    std::uint32_t capacity = 0;      ///< allocated rows
+    /// Rows freed so far (despawns and moves out). Rows are appended only at the end and
+    /// removed only by freeing (the last row fills the hole), so while `size` and `freed` stay
+    /// the same every row holds the same entity.
+    std::uint64_t freed = 0;
+    bool tracked = false;     ///< some column has tick arrays
+    bool enableable = false;  ///< some column has enable flags
+    bool bytewise = true;     ///< every column's values move with memcpy
+    /// Rows need more than their values moved (ticks, enable flags) or a value needs its move
+    /// constructor: `tracked || enableable || !bytewise`, kept with them.
+    bool slow_rows = false;
+    bool observed = false;              ///< a despawn or remove here may fire observers
+    Entity* entities = nullptr;         ///< the entity of each row
+    std::pmr::vector<ComponentId> ids;  ///< sorted component set, tags included
+    std::pmr::vector<Column> columns;   ///< non-tag components, in id order
+    EdgeMap edges;
+
+    /// Bytes to allocate for an archetype with `slots` slot-table entries.
+    static constexpr std::size_t allocation_size(std::uint32_t slots) noexcept {
+        return sizeof(Archetype) + std::size_t{slots} * sizeof(std::int32_t);
+    }
+    /// id value -> column index / slot_tag / slot_absent.
+    [[nodiscard]] std::int32_t* slot_table() noexcept {
+        return reinterpret_cast<std::int32_t*>(this + 1);
+    }
+    [[nodiscard]] const std::int32_t* slot_table() const noexcept {
+        return reinterpret_cast<const std::int32_t*>(this + 1);
+    }
+    /// Column index of `id`, `slot_tag`, or `slot_absent`.
+    [[nodiscard]] std::int32_t slot(ComponentId id) const noexcept {
+        return id.value < slot_count ? slot_table()[id.value] : slot_absent;
+    }
+    [[nodiscard]] bool contains(ComponentId id) const noexcept { return slot(id) != slot_absent; }
+};
+static_assert(sizeof(Archetype) % alignof(std::int32_t) == 0);
+
+}  // namespace tessera::detail
