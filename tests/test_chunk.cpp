@@ -181,3 +181,26 @@ TEST(Chunk, MarkChangedAndTickQueriesAreStrict) {
     EXPECT_EQ(w.added_tick<Position>(b), 1u);
     EXPECT_EQ(w.tick(), 3u) << "chunk tick queries do not advance the tick";
 }
+
+#if TESSERA_ASSERTIONS
+namespace {
+struct DeathPos {
+    float x = 0;
+};
+struct DeathVel {
+    float v = 0;
+};
+}  // namespace
+
+TEST(ChunkDeathTest, ReadingTicksOfATypeTheChunkLacksAborts) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(
+        {
+            ts::World w;
+            (void)w.spawn(DeathPos{1});
+            for (ts::Chunk& c : w.query<const DeathPos&>().chunks())
+                (void)c.changed_since<DeathVel>(0, 0);
+        },
+        "tessera: assertion failed");
+}
+#endif

@@ -7,7 +7,9 @@
 /// Assertions are on when `TESSERA_ASSERTIONS` is 1 and off when it is 0; left undefined, they
 /// follow `NDEBUG` (on in the dev and sanitizer presets, off in Release). Defining
 /// `TESSERA_ASSERT` before including any tessera header replaces the check altogether (for
-/// example with an engine's own assertion macro); it must accept the same two arguments.
+/// example with an engine's own assertion macro); it must accept the same two arguments and
+/// must not return when the condition is false (checks sit in `noexcept` code, so a throw
+/// terminates).
 #pragma once
 
 #ifndef TESSERA_ASSERTIONS

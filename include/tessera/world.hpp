@@ -106,8 +106,12 @@ public:
     /// (`void(std::size_t i, A&, B&, ...)`); each component is value-initialised, then `init(i,
     /// ...)` runs for row `i`. Storage grows once. Returns the new entities in order (a view of
     /// their table's rows, or of a scratch list when the world iterates or observes these
-    /// components): the span stays valid until the next structural change or `spawn_many`. If
-    /// `init` throws, no entity is spawned.
+    /// components): the span stays valid until the next structural change or `spawn_many`.
+    /// `init` may make structural changes: they are deferred and applied, in order, before this
+    /// returns. `init` may take no components (`init(std::size_t)`): empty entities. If `init`
+    /// throws, or an allocation fails before the entities are committed, nothing is spawned,
+    /// what `init` queued is dropped, and the entity index (generations, free list) is as
+    /// before.
     template <class Init>
     std::span<const Entity> spawn_many(std::size_t n, Init&& init);
 
