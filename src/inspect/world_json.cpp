@@ -68,7 +68,7 @@ void add_leaves(const Storage& s, const FieldInfo& f, const std::byte* base,
             return;
         }
         std::string path = prefix + std::string(f.name);
-        if (f.count > 1) path += "[" + std::to_string(i) + "]";
+        if (f.count > 1) path.append("[").append(std::to_string(i)).append("]");
         const std::byte* p = base + f.offset + std::size_t{i} * f.stride;
         if (f.type == Field::record && f.schema != nullptr) {
             for (const FieldInfo& inner : f.schema->fields)
