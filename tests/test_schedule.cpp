@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/tick.hpp"
+
 #include <gtest/gtest.h>
 
 #include <tbb/global_control.h>
@@ -1235,15 +1237,7 @@ TEST(SchedulePhase, NamesAreTheEnumeratorsAsWritten) {
     EXPECT_STREQ(ts::phase_name(ts::Phase::manual), "manual");
 }
 
-namespace {
-// A world at tick `tick` (an empty world, loaded from a snapshot that says so).
-void load_at_tick(ts::World& w, std::uint64_t tick) {
-    ts::World src;
-    nlohmann::json j = ts::to_json(src);
-    j["tick"] = tick;
-    ts::from_json(j, w);
-}
-}  // namespace
+using tessera::test::load_at_tick;
 
 TEST(Schedule, RunWithoutRoomForAFrameOfTicksIsLimitExceededBeforeAnythingRuns) {
     ts::World w;

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/tick.hpp"
+
 #include <gtest/gtest.h>
 
 #include <glm/gtc/matrix_transform.hpp>
@@ -915,15 +917,7 @@ TEST(Transform, SteadyStateAllocatesNothing) {
 
 }  // namespace
 
-namespace {
-// A world at tick `tick` (an empty world, loaded from a snapshot that says so).
-void load_at_tick(ts::World& w, std::uint64_t tick) {
-    ts::World src;
-    nlohmann::json j = ts::to_json(src);
-    j["tick"] = tick;
-    ts::from_json(j, w);
-}
-}  // namespace
+using tessera::test::load_at_tick;
 
 TEST(Transform, PropagateAtMaxTickIsLimitExceededAndChangesNothing) {
     ts::World w;

@@ -5,6 +5,8 @@
 
 #include "common/counting_resource.hpp"
 
+#include "common/tick.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -444,15 +446,7 @@ TEST(World, WorldsAreIndependent) {
     EXPECT_EQ(b.get<Position>(eb).x, 2);
 }
 
-namespace {
-// A world at tick `tick` (an empty world, loaded from a snapshot that says so).
-void load_at_tick(ts::World& w, std::uint64_t tick) {
-    ts::World src;
-    nlohmann::json j = ts::to_json(src);
-    j["tick"] = tick;
-    ts::from_json(j, w);
-}
-}  // namespace
+using tessera::test::load_at_tick;
 
 TEST(World, AdvanceTickAtMaxTickIsLimitExceededAndNeverWraps) {
     ts::World w;
