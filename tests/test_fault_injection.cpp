@@ -332,6 +332,54 @@ std::vector<Step> script() {
                  [](World& w, Ctx& c) { EXPECT_TRUE(w.despawn(c.e[4])); }});
     s.push_back({"unrelate<ChildOf>(e3) all",
                  [](World& w, Ctx& c) { EXPECT_EQ(w.unrelate<tessera::ChildOf>(c.e[3]), 1u); }});
+    // Whole-world copies: a failed copy leaves the world and leaks nothing; a restore is all or
+    // nothing.
+    s.push_back({"clone", [](World& w, Ctx&) {
+                     const World copy = w.clone();
+                     EXPECT_EQ(copy.count(), w.count());
+                 }});
+    s.push_back({"snapshot then restore", [](World& w, Ctx&) {
+                     const tessera::Snapshot snap = w.snapshot();
+                     w.restore(snap);
+                 }});
+    s.push_back({"save then load into another world", [](World& w, Ctx&) {
+                     const std::vector<std::byte> bytes = tessera::save(w);
+                     World other(w.memory_resource());
+                     tessera::load(bytes, other);
+                     EXPECT_EQ(tessera::state_hash(other), tessera::state_hash(w));
+                 }});
+    s.push_back({"to_json then from_json into another world", [](World& w, Ctx&) {
+                     const nlohmann::json j = tessera::to_json(w);
+                     World other(w.memory_resource());
+                     tessera::from_json(j, other);
+                     EXPECT_EQ(tessera::state_hash(other), tessera::state_hash(w));
+                 }});
+    return s;
+}
+
+/// The script of calls that change several components or entities at once, observed, deferred
+/// and buffered, after a short prefix (kept apart from script() so that each failure point
+/// replays a few steps, not the whole of it).
+std::vector<Step> batch_script() {
+    using tessera::World;
+    std::vector<Step> s;
+    s.push_back({"spawn()", [](World& w, Ctx& c) { c.e.push_back(w.spawn()); }});  // e0
+    s.push_back({"spawn(A, B)", [](World& w, Ctx& c) { c.e.push_back(w.spawn(A{1}, B{2, 3})); }});
+    s.push_back({"spawn_many(100, A, Counted)", [](World& w, Ctx& c) {
+                     auto span = w.spawn_many(100, [](std::size_t i, A& a, Counted& k) {
+                         a.v = static_cast<std::int32_t>(i);
+                         k.v = static_cast<int>(i);
+                     });
+                     c.many.insert(c.many.end(), span.begin(), span.end());
+                 }});
+    s.push_back({"despawn(many[3]) and (many[9]): a free list", [](World& w, Ctx& c) {
+                     EXPECT_TRUE(w.despawn(c.many[3]));
+                     EXPECT_TRUE(w.despawn(c.many[9]));
+                 }});
+    s.push_back({"changed_tick<Counted> activates tracking", [](World& w, Ctx& c) {
+                     (void)w.changed_tick<Counted>(c.many[0]);
+                     c.tracked_counted = true;
+                 }});
     // Observed, deferred and buffered forms, and spawn_many whose init changes the world: each
     // call is one archetype move, all of it or none of it, and a failed spawn leaves the entity
     // index (generations, free list) as it was.
@@ -422,28 +470,6 @@ std::vector<Step> script() {
                      });
                  },
                  true});
-    // Whole-world copies: a failed copy leaves the world and leaks nothing; a restore is all or
-    // nothing.
-    s.push_back({"clone", [](World& w, Ctx&) {
-                     const World copy = w.clone();
-                     EXPECT_EQ(copy.count(), w.count());
-                 }});
-    s.push_back({"snapshot then restore", [](World& w, Ctx&) {
-                     const tessera::Snapshot snap = w.snapshot();
-                     w.restore(snap);
-                 }});
-    s.push_back({"save then load into another world", [](World& w, Ctx&) {
-                     const std::vector<std::byte> bytes = tessera::save(w);
-                     World other(w.memory_resource());
-                     tessera::load(bytes, other);
-                     EXPECT_EQ(tessera::state_hash(other), tessera::state_hash(w));
-                 }});
-    s.push_back({"to_json then from_json into another world", [](World& w, Ctx&) {
-                     const nlohmann::json j = tessera::to_json(w);
-                     World other(w.memory_resource());
-                     tessera::from_json(j, other);
-                     EXPECT_EQ(tessera::state_hash(other), tessera::state_hash(w));
-                 }});
     return s;
 }
 
@@ -495,6 +521,25 @@ std::string encode(tessera::World& w, tessera::Entity e, const Ctx& c) {
     return os.str();
 }
 
+/// The ids the next `n` spawns of `w` will get: the free list from its head, then fresh indices.
+/// Read from the entity index rather than by spawning in a clone (the same ids, tested in
+/// test_world_batches.cpp), since the sweep takes thousands of snapshots.
+std::vector<tessera::Entity> next_spawns(const tessera::World& w, int n) {
+    const tessera::detail::Storage& st = w.storage();
+    std::vector<tessera::Entity> out;
+    std::uint32_t head = st.free_head();
+    std::uint32_t fresh = st.record_count();
+    for (int i = 0; i < n; ++i) {
+        if (head != tessera::detail::no_index) {
+            out.push_back(tessera::Entity{head, st.records()[head].generation});
+            head = st.records()[head].row;
+        } else {
+            out.push_back(tessera::Entity{fresh++, 1});
+        }
+    }
+    return out;
+}
+
 /// `settled`: no spawn is still queued (queued spawns are alive but in no table yet, so
 /// entities() does not list them).
 Snapshot snapshot(tessera::World& w, const Ctx& c, bool settled = true) {
@@ -509,8 +554,7 @@ Snapshot snapshot(tessera::World& w, const Ctx& c, bool settled = true) {
     if (settled) {
         EXPECT_EQ(s.rows.size(), s.count) << "entities() has duplicates or disagrees with count()";
     }
-    tessera::World copy = w.clone();  // keeps entity ids, generations and the free list
-    for (int i = 0; i < 3; ++i) s.next.push_back(copy.spawn());
+    s.next = next_spawns(w, 3);
     return s;
 }
 
@@ -550,8 +594,9 @@ void run_prefix(tessera::World& w, Ctx& c, const std::vector<Step>& steps, std::
 
 constexpr std::size_t kMaxK = 100000;
 
-TEST(FaultInjection, EveryAllocationFailureRollsBackEveryOperation) {
-    const std::vector<Step> steps = script();
+/// Fails every allocation of every step of `steps` in turn (each on a fresh world that ran the
+/// steps before it) and checks the rollback, then the retry.
+void sweep(const std::vector<Step>& steps) {
     std::size_t total_faults = 0;
     for (std::size_t i = 0; i < steps.size(); ++i) {
         const std::string op = steps[i].name;
@@ -642,6 +687,14 @@ TEST(FaultInjection, EveryAllocationFailureRollsBackEveryOperation) {
     }
     // The script must actually exercise failures (the world allocates from the resource).
     EXPECT_GT(total_faults, steps.size());
+}
+
+TEST(FaultInjection, EveryAllocationFailureRollsBackEveryOperation) {
+    sweep(script());
+}
+
+TEST(FaultInjection, EveryAllocationFailureRollsBackEveryBatchDeferredOrBuffered) {
+    sweep(batch_script());
 }
 
 TEST(FaultInjection, ConstructionFailureLeaksNothing) {
