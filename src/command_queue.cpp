@@ -55,10 +55,10 @@ void CommandQueue::push_add(Entity e, const ComponentInfo& info, std::byte* valu
 }
 
 void CommandQueue::push_relation(Command::Kind kind, Entity e, Entity target,
-                                 const RelationType& relation, const ComponentInfo& info,
-                                 std::byte* value, bool all) noexcept {
+                                 const RelationType& relation, const Hooks& hooks,
+                                 const ComponentInfo& info, std::byte* value, bool all) noexcept {
     commands_.push_back(Command{kind, static_cast<std::uint16_t>(all ? 1 : 0), e, info.id, &info,
-                                value, target, &relation});
+                                value, target, &relation, &hooks});
 }
 
 void CommandQueue::pop() noexcept {

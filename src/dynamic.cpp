@@ -2,7 +2,6 @@
 // remove / has and queries (dynamic.hpp).
 #include <tessera/commands.hpp>
 #include <tessera/detail/field_value.hpp>
-#include <tessera/detail/observe.hpp>
 #include <tessera/detail/operations.hpp>
 #include <tessera/dynamic.hpp>
 #include <tessera/error.hpp>
@@ -393,7 +392,7 @@ void set_field(World& w, Entity e, ComponentId id, FieldRef f, const FieldValue&
     Storage& s = w.storage();
     const Location loc = s.locate(e, id);
     if (loc.archetype == nullptr) throw_lookup(s, op, e, id);
-    const bool observed = s.observes(id);
+    const bool observed = s.hooked(id);
     if (observed) check_not_parallel(s, op);
     const Column& col = loc.archetype->columns[static_cast<std::uint32_t>(loc.column)];
     std::byte* p = col.data + std::size_t{loc.row} * col.size + f.offset;
@@ -403,7 +402,7 @@ void set_field(World& w, Entity e, ComponentId id, FieldRef f, const FieldValue&
         throw Error(errc::invalid_argument, os.str());
     });
     s.stamp_changed(*loc.archetype, loc.row, loc.column);
-    if (observed) notify_set(s, e, id);
+    if (observed) s.hooks().set(s, e, id);
 }
 
 void get_field(const World& w, Entity e, ComponentId id, FieldRef f, FieldWant want, void* out,
@@ -492,6 +491,42 @@ ComponentId World::component(std::string_view name, std::span<const FieldDef> sc
     storage_->ensure_component(id);
     return id;
 }
+
+namespace detail {
+namespace {
+
+void destroy_strings(void* object, std::pmr::memory_resource* mr) noexcept {
+    static_cast<StringTable*>(object)->~StringTable();
+    mr->deallocate(object, sizeof(StringTable), alignof(StringTable));
+}
+
+/// A string table allocated from `mr`, made by `make` (a constructor call).
+template <class Make>
+StringTable* new_strings(std::pmr::memory_resource* mr, Make&& make) {
+    void* mem = mr->allocate(sizeof(StringTable), alignof(StringTable));
+    try {
+        return make(mem);
+    } catch (...) {
+        mr->deallocate(mem, sizeof(StringTable), alignof(StringTable));
+        throw;
+    }
+}
+
+void* copy_strings(const void* object, Storage& dst) {
+    return new_strings(dst.resource(), [object](void* mem) {
+        return ::new (mem) StringTable(*static_cast<const StringTable*>(object));
+    });
+}
+
+}  // namespace
+
+void Storage::make_strings() {
+    std::pmr::memory_resource* mr = resource();
+    strings_ = {new_strings(mr, [mr](void* mem) { return ::new (mem) StringTable(mr); }),
+                &destroy_strings, &copy_strings, nullptr};
+}
+
+}  // namespace detail
 
 StringTable& World::strings() {
     return storage_->strings();

@@ -1,9 +1,7 @@
 // The operation layer: structural changes applied now (one archetype move each, strong
 // guarantee), the deferral flush, and the application of queued and buffered commands.
-#include <tessera/detail/observe.hpp>
 #include <tessera/detail/operations.hpp>
 #include <tessera/error.hpp>
-#include <tessera/relation.hpp>
 
 #include <algorithm>
 #include <exception>
@@ -12,15 +10,11 @@ namespace tessera::detail {
 
 [[noreturn]] void throw_not_alive(const char* op, Entity e, ComponentId id);
 
-namespace {
-
-/// Moves the value at `value` (consumed) into `slot`'s column of `id`: a tag's value just ends;
-/// a value that replaces one destroys it first and marks changed, a new one marks added.
 void put_value(Storage& s, RowSlot slot, ComponentId id, std::byte* value, bool existed) noexcept {
     const std::int32_t c = slot.archetype->slot(id);
     if (c < 0) {
-        const ComponentInfo& info = s.info(id);
-        if (info.destroy != nullptr) info.destroy(value, 1);
+        const ComponentInfo& info = component_info(id);
+        if (value != nullptr && info.destroy != nullptr) info.destroy(value, 1);
         return;
     }
     Column& col = slot.archetype->columns[static_cast<std::uint32_t>(c)];
@@ -33,8 +27,6 @@ void put_value(Storage& s, RowSlot slot, ComponentId id, std::byte* value, bool 
         s.stamp_added(slot, c);
 }
 
-}  // namespace
-
 void apply_add(Storage& s, Entity e, std::span<const ComponentId> ids, std::byte* const* values,
                const char* op, Commit commit) {
     s.check_plain(ids, op);
@@ -46,7 +38,7 @@ void apply_add(Storage& s, Entity e, std::span<const ComponentId> ids, std::byte
                                          : s.prepare_add(e, ids, existed.data(), op);
     for (std::size_t i = 0; i < ids.size(); ++i) put_value(s, slot, ids[i], values[i], existed[i]);
     commit();
-    if (s.observes(ids)) notify_added(s, e, from, ids, existed.data());
+    if (s.hooked(ids)) s.hooks().added(s, e, from, ids, existed.data());
 }
 
 void apply_place(Storage& s, Entity e, std::span<const ComponentId> ids, std::byte* const* values,
@@ -65,21 +57,17 @@ void apply_place(Storage& s, Entity e, std::span<const ComponentId> ids, std::by
     const RowSlot slot = s.move_entity(e, *r, to);
     for (std::size_t i = 0; i < ids.size(); ++i) put_value(s, slot, ids[i], values[i], false);
     commit();
-    if (s.observes(to)) notify_spawned(s, e);
+    if (s.hooked(to)) s.hooks().spawned(s, e);
 }
 
 bool apply_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op) {
-    if (s.observes(ids)) return observed_remove(s, e, ids, op);
+    if (s.hooked(ids)) return s.hooks().remove(s, e, ids, op);
     return ids.size() == 1 ? s.remove_one(e, ids[0], op) : s.remove(e, ids, op);
 }
 
 bool apply_despawn(Storage& s, Entity e) {
-    if (s.relations() != nullptr) [[unlikely]]
-        return despawn_related(s, e);
-    if (s.observed()) [[unlikely]] {
-        const EntityRecord* r = s.record(e);
-        if (r != nullptr && s.observes(*r)) return observed_despawn(s, e);
-    }
+    if (s.hooked()) [[unlikely]]
+        return s.hooks().despawn(s, e);
     return s.despawn(e);
 }
 
@@ -246,20 +234,15 @@ Applied apply_front(Storage& s, CommandQueue& q, Entity target, Entity other) {
                 return {0, 1};
             }
             // The change pops the command once it can no longer fail (before its observers run).
+            // Only the relations know these commands: they come with their hooks.
             const Commit pop{&pop_consumed, &q};
-            if (cmd.kind == Command::Kind::unrelate) {
-                const bool any = all ? relation_clear(s, *cmd.relation, target, pop) != 0
-                                     : relation_remove(s, *cmd.relation, target, other, pop);
-                return any ? Applied{1, 0} : Applied{0, 1};
-            }
             try {
-                relation_add(s, *cmd.relation, target, other, cmd.value, pop);
+                return cmd.hooks->apply(s, cmd, target, other, pop) ? Applied{1, 0} : Applied{0, 1};
             } catch (const Error& error) {
                 if (error.code() == errc::hierarchy_cycle)
                     drop();  // dropped, reported by the caller
                 throw;
             }
-            return {1, 0};
         }
     }
     return {0, 0};

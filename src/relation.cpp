@@ -38,34 +38,6 @@ void change(Storage& s, Pre&& pre, Mechanics&& mechanics, Post&& post) {
         finish);
 }
 
-/// Moves the value at `value` (consumed) into the uninitialised slot of `id` at `slot`.
-void construct_value(Storage& s, RowSlot slot, ComponentId id, std::byte* value) noexcept {
-    const std::int32_t c = slot.archetype->slot(id);
-    if (c < 0) {  // a tag: the value object ends here
-        const ComponentInfo& info = component_info(id);
-        if (value != nullptr && info.destroy != nullptr) info.destroy(value, 1);
-        return;
-    }
-    Column& col = slot.archetype->columns[static_cast<std::uint32_t>(c)];
-    col.relocate_in(col.data + std::size_t{slot.row} * col.size, value);
-    s.stamp_added(slot, c);
-}
-
-/// Replaces `e`'s `id` with the value at `value` (consumed), marking it changed.
-void replace_value(Storage& s, Entity e, ComponentId id, std::byte* value) noexcept {
-    const Location loc = s.locate(e, id);
-    if (loc.archetype == nullptr) {  // a tag
-        const ComponentInfo& info = component_info(id);
-        if (value != nullptr && info.destroy != nullptr) info.destroy(value, 1);
-        return;
-    }
-    Column& col = loc.archetype->columns[static_cast<std::uint32_t>(loc.column)];
-    std::byte* dst = col.data + std::size_t{loc.row} * col.size;
-    if (col.destroy != nullptr) col.destroy(dst, 1);
-    col.relocate_in(dst, value);
-    s.stamp_changed(*loc.archetype, loc.row, loc.column);
-}
-
 }  // namespace
 
 // ------------------------------------------------------------------------ relate / unrelate
@@ -87,7 +59,8 @@ void relation_add(Storage& s, const RelationType& type, Entity e, Entity target,
             list.reserve(list.size() + 1);
             back.reserve(back.size() + 1);
         }
-        replace_value(s, e, type.data, value);
+        const EntityRecord& r = *s.record(e);
+        put_value(s, {&s.archetype(r.archetype), r.row}, type.data, value, true);
         if (!had) {
             list.push_back(target);
             back.push_back(e);
@@ -110,7 +83,7 @@ void relation_add(Storage& s, const RelationType& type, Entity e, Entity target,
     if (ids[1] < ids[0]) std::swap(ids[0], ids[1]);
     bool existed[2] = {false, false};
     const RowSlot slot = s.prepare_add(e, ids, existed, op);
-    construct_value(s, slot, type.data, value);
+    put_value(s, slot, type.data, value, false);
     const std::int32_t c = slot.archetype->slot(type.targets);
     Column& col = slot.archetype->columns[static_cast<std::uint32_t>(c)];
     EntityList* list = type.make_targets(col.data + std::size_t{slot.row} * col.size, s.resource());
@@ -235,7 +208,8 @@ void relate(Storage& s, const RelationType& type, Entity e, Entity target, std::
     } else if (info.destroy != nullptr) {
         info.destroy(value, 1);
     }
-    s.deferred().push_relation(Command::Kind::relate, e, target, type, info, slot);
+    s.deferred().push_relation(Command::Kind::relate, e, target, type, relation_hooks(), info,
+                               slot);
 }
 
 namespace {
@@ -243,8 +217,8 @@ bool queue_unrelate(Storage& s, const RelationType& type, Entity e, Entity targe
     check_not_parallel(s, "World::unrelate");
     if (s.record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
     s.deferred().reserve(1);
-    s.deferred().push_relation(Command::Kind::unrelate, e, target, type, component_info(type.data),
-                               nullptr, all);
+    s.deferred().push_relation(Command::Kind::unrelate, e, target, type, relation_hooks(),
+                               component_info(type.data), nullptr, all);
     const EntityList* list = targets_of(s, type.targets, e);
     return list != nullptr && (all || list->contains(target));
 }
@@ -299,17 +273,73 @@ bool hierarchy_overflowed(const Storage& s) noexcept {
 
 // ------------------------------------------------------------------------------ storage
 
-RelationIndex& Storage::relation_index() {
-    if (relations_ == nullptr) {
-        void* mem = mr_->allocate(sizeof(RelationIndex), alignof(RelationIndex));
-        try {
-            relations_ = ::new (mem) RelationIndex(mr_);  // the deque allocates already
-        } catch (...) {
-            mr_->deallocate(mem, sizeof(RelationIndex), alignof(RelationIndex));
-            throw;
-        }
+namespace {
+
+/// The relations' hooks: despawns follow relations (the ChildOf cascade), queued relate and
+/// unrelate commands apply here; everything else is the observers' (no-ops without them).
+class RelationHooks final : public Hooks {
+public:
+    void spawned(Storage& s, Entity e) const override { notify_spawned(s, e); }
+    void added(Storage& s, Entity e, std::uint32_t from, std::span<const ComponentId> ids,
+               const bool* existed) const override {
+        notify_added(s, e, from, ids, existed);
     }
-    return *relations_;
+    void set(Storage& s, Entity e, ComponentId id) const override { notify_set(s, e, id); }
+    bool remove(Storage& s, Entity e, std::span<const ComponentId> ids,
+                const char* op) const override {
+        return observed_remove(s, e, ids, op);
+    }
+    bool despawn(Storage& s, Entity e) const override { return despawn_related(s, e); }
+    bool apply(Storage& s, const Command& c, Entity target, Entity other,
+               Commit pop) const override {
+        if (c.kind == Command::Kind::relate) {
+            relation_add(s, *c.relation, target, other, c.value, pop);
+            return true;
+        }
+        return c.group != 0 ? relation_clear(s, *c.relation, target, pop) != 0
+                            : relation_remove(s, *c.relation, target, other, pop);
+    }
+};
+
+const RelationHooks the_relation_hooks;
+
+void destroy_index(void* object, std::pmr::memory_resource* mr) noexcept {
+    auto* index = static_cast<RelationIndex*>(object);
+    index->~RelationIndex();
+    mr->deallocate(index, sizeof(RelationIndex), alignof(RelationIndex));
+}
+
+RelationIndex* new_index(std::pmr::memory_resource* mr) {
+    void* mem = mr->allocate(sizeof(RelationIndex), alignof(RelationIndex));
+    try {
+        return ::new (mem) RelationIndex(mr);  // the deque allocates already
+    } catch (...) {
+        mr->deallocate(mem, sizeof(RelationIndex), alignof(RelationIndex));
+        throw;
+    }
+}
+
+void* copy_index(const void* object, Storage& dst) {
+    RelationIndex* copy = new_index(dst.resource());
+    try {
+        copy->copy_kinds(*static_cast<const RelationIndex*>(object));
+    } catch (...) {
+        destroy_index(copy, dst.resource());
+        throw;
+    }
+    return copy;
+}
+
+}  // namespace
+
+RelationIndex& Storage::relation_index() {
+    if (relations_.object == nullptr)
+        attach_relations({new_index(resource()), &destroy_index, &copy_index, &the_relation_hooks});
+    return *relations();
+}
+
+const Hooks& relation_hooks() noexcept {
+    return the_relation_hooks;
 }
 
 std::vector<RelationKindView> relation_kinds(const Storage& s) {
@@ -330,37 +360,6 @@ void set_sources(Storage& s, const RelationType& type, std::uint32_t target,
     EntityList& list = index.sources_at(*index.find(type.data), target);
     list.reserve(sources.size());
     for (const Entity e : sources) list.push_back(e);
-}
-
-RelationIndex* clone_relation_index(const RelationIndex& src, Storage& dst) {
-    RelationIndex& copy = dst.relation_index();
-    copy.copy_kinds(src);
-    return &copy;
-}
-
-void destroy_relation_index(RelationIndex* index) noexcept {
-    if (index == nullptr) return;
-    std::pmr::memory_resource* mr = index->resource();
-    index->~RelationIndex();
-    mr->deallocate(index, sizeof(RelationIndex), alignof(RelationIndex));
-}
-
-void Storage::mark_relation(ComponentId data, ComponentId targets) noexcept {
-    for (const ComponentId id : {data, targets}) {
-        components_[id.value].relation = true;
-        components_[id.value].observed = true;
-    }
-    observed_ = true;
-    for (Archetype* a : archetypes_) {
-        if (a->contains(data) || a->contains(targets)) a->observed = true;
-    }
-}
-
-void Storage::throw_relation_component(ComponentId id, const char* op) {
-    const std::string name(component_info(id).name);
-    throw Error(errc::invalid_argument, std::string(op) + '<' + name + ">: " + name +
-                                            " belongs to a relation in this world: use "
-                                            "relate/unrelate");
 }
 
 }  // namespace tessera::detail

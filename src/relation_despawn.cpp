@@ -168,7 +168,7 @@ bool despawn_related(Storage& s, Entity e) {
     if (r == nullptr) return false;
     RelationIndex& index = *s.relations();
     if (!index.involved(s, e)) {
-        if (s.observes(*r)) return observed_despawn(s, e);
+        if (s.hooked(*r)) return observed_despawn(s, e);
         return s.despawn(e);
     }
     return index.despawn(s, e);

@@ -18,7 +18,7 @@ std::size_t Propagation::run() {
     // Nothing below moves a row: observers of WorldTransform writes get their structural
     // changes queued until the end.
     DeferScope defer(s_);
-    observed_ = s_.observes(world_id_);
+    observed_ = s_.hooked(world_id_);
     tick_ = s_.tick();
     // After an exception the plan may have been rebuilt (forgetting what moved) without
     // computing those steps, and after a whole-world swap (restore, load) entities may hold

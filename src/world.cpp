@@ -72,8 +72,8 @@ Entity World::spawn() {
     if (storage_->deferring()) [[unlikely]]
         return spawn_deferred();
     const Entity e = storage_->spawn_empty();
-    if (storage_->observes_spawns()) [[unlikely]]
-        detail::notify_spawned(*storage_, e);
+    if (storage_->hooked_all()) [[unlikely]]
+        storage_->hooks().spawned(*storage_, e);
     return e;
 }
 
@@ -126,7 +126,7 @@ bool World::despawn(Entity e) {
         s.deferred().push(detail::Command::Kind::despawn, e);
         return true;
     }
-    if (!s.observed()) [[likely]]
+    if (!s.hooked()) [[likely]]
         return s.despawn(e);
     return detail::apply_despawn(s, e);
 }

@@ -146,6 +146,8 @@ void relation_add(Storage& s, const RelationType& type, Entity e, Entity target,
                   Commit commit);
 bool relation_remove(Storage& s, const RelationType& type, Entity e, Entity target, Commit commit);
 std::size_t relation_clear(Storage& s, const RelationType& type, Entity e, Commit commit);
+/// The relations' hooks (detail/hooks.hpp): queued relate and unrelate commands carry them.
+const Hooks& relation_hooks() noexcept;
 /// Despawns `e` and, for `ChildOf`, its children left without a living parent; removes every
 /// relation pointing at the despawned entities. False when `e` is not alive.
 bool despawn_related(Storage& s, Entity e);
@@ -295,7 +297,8 @@ void CommandBuffer::relate(Entity e, R&& data, Entity target) {
             ::new (static_cast<void*>(slot)) U(std::forward<R>(data));
         }
     }
-    queue_.push_relation(detail::Command::Kind::relate, e, target, type, info, slot);
+    queue_.push_relation(detail::Command::Kind::relate, e, target, type, detail::relation_hooks(),
+                         info, slot);
 }
 
 template <class R>
@@ -303,7 +306,7 @@ void CommandBuffer::unrelate(Entity e, Entity target) {
     begin_record();
     queue_.reserve(1);
     queue_.push_relation(detail::Command::Kind::unrelate, e, target, detail::relation_type<R>(),
-                         component_info<R>(), nullptr);
+                         detail::relation_hooks(), component_info<R>(), nullptr);
 }
 
 template <class R>
@@ -311,7 +314,8 @@ void CommandBuffer::unrelate(Entity e) {
     begin_record();
     queue_.reserve(1);
     queue_.push_relation(detail::Command::Kind::unrelate, e, Entity::null(),
-                         detail::relation_type<R>(), component_info<R>(), nullptr, true);
+                         detail::relation_type<R>(), detail::relation_hooks(), component_info<R>(),
+                         nullptr, true);
 }
 
 template <class R, class F>

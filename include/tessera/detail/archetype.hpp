@@ -167,7 +167,7 @@ struct Archetype {
     /// Rows need more than their values moved (ticks, enable flags) or a value needs its move
     /// constructor: `tracked || enableable || !bytewise`, kept with them.
     bool slow_rows = false;
-    bool observed = false;              ///< a despawn or remove here may fire observers
+    bool hooked = false;                ///< a despawn or remove here goes through the hooks
     Entity* entities = nullptr;         ///< the entity of each row
     std::pmr::vector<ComponentId> ids;  ///< sorted component set, tags included
     std::pmr::vector<Column> columns;   ///< non-tag components, in id order

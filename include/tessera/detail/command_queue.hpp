@@ -15,6 +15,7 @@
 namespace tessera::detail {
 
 struct RelationType;
+class Hooks;
 
 /// One recorded structural change.
 struct Command {
@@ -30,6 +31,7 @@ struct Command {
     std::byte* value;           ///< add, relate: the value (owned by the queue until applied)
     Entity target{};            ///< relate / unrelate: the target
     const RelationType* relation = nullptr;  ///< relate / unrelate
+    const Hooks* hooks = nullptr;            ///< relate / unrelate: who applies it (the relations)
 };
 
 /// Commands in order, their values in stable blocks (values never move once constructed, so
@@ -60,8 +62,10 @@ public:
     /// Records a relate whose `R` value was constructed at `value` (from `allocate_value`), or an
     /// unrelate (`value` null) of `target` or, with `all`, of every target. Precondition: room
     /// reserved.
+    /// `hooks` apply it (the relations').
     void push_relation(Command::Kind kind, Entity e, Entity target, const RelationType& relation,
-                       const ComponentInfo& info, std::byte* value, bool all = false) noexcept;
+                       const Hooks& hooks, const ComponentInfo& info, std::byte* value,
+                       bool all = false) noexcept;
 
     /// The next command to apply, or null. `pop()` marks it applied (its value, if any, must
     /// have been moved out or destroyed by the caller).

@@ -18,16 +18,6 @@
 
 namespace tessera::detail {
 
-/// A callback run once a change can no longer fail, before its observers run (the command
-/// queue pops the applied command there, so an observer that throws can't make it apply twice).
-struct Commit {
-    void (*fn)(void* ctx) noexcept = nullptr;
-    void* ctx = nullptr;
-    void operator()() const noexcept {
-        if (fn != nullptr) fn(ctx);
-    }
-};
-
 /// What `apply_front` did: commands that took effect and commands skipped.
 struct Applied {
     std::size_t applied = 0;
@@ -35,6 +25,11 @@ struct Applied {
 };
 
 // ---- applying now (the world is not deferring, or a queue is being applied) ----
+
+/// Moves the value at `value` (consumed) into `slot`'s column of `id`: a tag's value (or null)
+/// just ends; a value that replaces one (`existed`) destroys it first and marks changed, a new
+/// one goes into an uninitialised slot and marks added.
+void put_value(Storage& s, RowSlot slot, ComponentId id, std::byte* value, bool existed) noexcept;
 
 /// Adds (or replaces) `ids` on live `e` in one archetype move. `values[i]` is `ids[i]`'s value,
 /// relocated into the table (consumed) once nothing can fail; on a throw every value is left as

@@ -3,7 +3,6 @@
 /// pointers and construct values, leaving the rest to the untyped `detail::Storage`.
 #pragma once
 
-#include <tessera/detail/observe.hpp>
 #include <tessera/detail/operations.hpp>
 #include <tessera/detail/type_list.hpp>
 
@@ -112,6 +111,7 @@ requires(sizeof...(Ts) > 0) Entity World::spawn(Ts&&... components) {
         }
         const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
         detail::Storage& s = *storage_;
+        s.check_plain(ids, "World::spawn");
         const auto bundle = s.bundle(detail::bundle_id<std::remove_cvref_t<Ts>...>(), ids);
         const detail::RowSlot slot = s.prepare_spawn(*bundle.archetype);
         [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -121,8 +121,8 @@ requires(sizeof...(Ts) > 0) Entity World::spawn(Ts&&... components) {
         }
         (std::index_sequence_for<Ts...>{});
         const Entity e = s.commit_spawn(slot);
-        if (s.observes(*bundle.archetype)) [[unlikely]]
-            detail::notify_spawned(s, e);
+        if (s.hooked(*bundle.archetype)) [[unlikely]]
+            s.hooks().spawned(s, e);
         return e;
     }
 }
@@ -160,6 +160,7 @@ template <class Init, class Index, class... Ts>
 std::span<const Entity> spawn_many_now(Storage& s, std::size_t n, Init& init,
                                        std::tuple<Index, Ts...>*) {
     const std::array<ComponentId, sizeof...(Ts)> ids{component_id<std::remove_cvref_t<Ts>>()...};
+    s.check_plain(ids, "World::spawn_many");
     const auto bundle = s.bundle(bundle_id<std::remove_cvref_t<Ts>...>(), ids);
     Archetype& a = *bundle.archetype;
     s.reserve_spawn(a, n);
@@ -188,7 +189,7 @@ std::span<const Entity> spawn_many_now(Storage& s, std::size_t n, Init& init,
         // Spawns queued by init took entity slots: make room again (the table's rows are
         // untouched while deferred).
         s.reserve_spawn(a, n);
-        copy = guard.queued() || s.observes(a);
+        copy = guard.queued() || s.hooked(a);
         if (copy) s.spawned().reserve(n);
     } catch (...) {
         s.destroy_rows(a, first, constructed);
@@ -201,8 +202,8 @@ std::span<const Entity> spawn_many_now(Storage& s, std::size_t n, Init& init,
         s.spawned().assign(out.begin(), out.end());  // capacity reserved: no throw
         out = s.spawned();
         try {
-            if (s.observes(a)) {
-                for (const Entity e : out) notify_spawned(s, e);
+            if (s.hooked(a)) {
+                for (const Entity e : out) s.hooks().spawned(s, e);
             }
         } catch (...) {
             end_defer_noexcept(s);
@@ -278,7 +279,7 @@ requires(sizeof...(Ts) > 0) void World::add(Entity e, Ts&&... components) {
         }
         const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
         detail::Storage& s = *storage_;
-        if (s.observes(ids)) [[unlikely]] {
+        if (s.hooked(ids)) [[unlikely]] {
             add_observed(e, ids, std::forward<Ts>(components)...);
             return;
         }
@@ -297,7 +298,7 @@ template <class... Ts>
     const std::uint32_t from = before != nullptr ? before->archetype : detail::no_index;
     bool existed[sizeof...(Ts)];
     detail::add_now<Ts...>(s, e, ids, existed, std::forward<Ts>(components)...);
-    detail::notify_added(s, e, from, ids, existed);
+    s.hooks().added(s, e, from, ids, existed);
 }
 
 template <class... Ts>
@@ -365,11 +366,10 @@ void World::add(Entity e) {
 
 template <class... Ts>
 requires(sizeof...(Ts) > 0) bool World::remove(Entity e) {
-    if (storage_->deferring() || storage_->observed()) [[unlikely]] {
+    if (storage_->deferring() || storage_->hooked()) [[unlikely]] {
         const ComponentId ids[] = {component_id<Ts>()...};
         if (storage_->deferring()) return remove_deferred(e, ids);
-        if (storage_->observes(ids))
-            return detail::apply_remove(*storage_, e, ids, "World::remove");
+        if (storage_->hooked(ids)) return detail::apply_remove(*storage_, e, ids, "World::remove");
         // Observers of other types only: the usual path.
     }
     if constexpr (sizeof...(Ts) == 1) {
@@ -443,7 +443,7 @@ void World::set(Entity e, T&& value) {
         const ComponentId id = component_id<U>();
         const detail::Location loc = storage_->locate(e, id);
         if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::set", e, id);
-        const bool observed = storage_->observes(id);
+        const bool observed = storage_->hooked(id);
         if (observed) [[unlikely]]
             detail::check_not_parallel(*storage_, "World::set");  // observers are not thread-safe
         U* p = detail::column_ptr<U>(*loc.archetype, loc.column, loc.row);
@@ -451,7 +451,7 @@ void World::set(Entity e, T&& value) {
         ::new (static_cast<void*>(p)) U(std::forward<T>(value));
         storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
         if (observed) [[unlikely]]
-            detail::notify_set(*storage_, e, id);
+            storage_->hooks().set(*storage_, e, id);
     }
 }
 
@@ -516,9 +516,9 @@ void World::modified(Entity e) {
         if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::modified", e, id);
         storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
     }
-    if (storage_->observes(id)) {
+    if (storage_->hooked(id)) {
         detail::check_not_parallel(*storage_, "World::modified");
-        detail::notify_set(*storage_, e, id);
+        storage_->hooks().set(*storage_, e, id);
     }
 }
 

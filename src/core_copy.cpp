@@ -1,35 +1,13 @@
-// Whole-world copies of the storage (clone, snapshot, restore, load) and the string table it
-// owns.
-#include <tessera/detail/storage.hpp>
-#include <tessera/dynamic.hpp>
+// Whole-world copies of the core (clone, snapshot, restore, load).
+#include <tessera/detail/core.hpp>
 #include <tessera/error.hpp>
-#include <tessera/relation.hpp>
 
 #include <cstring>
 #include <string>
 
 namespace tessera::detail {
 
-StringTable& Storage::strings() {
-    if (strings_ == nullptr) {
-        void* mem = mr_->allocate(sizeof(StringTable), alignof(StringTable));
-        try {
-            strings_ = ::new (mem) StringTable(mr_);
-        } catch (...) {
-            mr_->deallocate(mem, sizeof(StringTable), alignof(StringTable));
-            throw;
-        }
-    }
-    return *strings_;
-}
-
-void destroy_strings(StringTable* strings, std::pmr::memory_resource* mr) noexcept {
-    if (strings == nullptr) return;
-    strings->~StringTable();
-    mr->deallocate(strings, sizeof(StringTable), alignof(StringTable));
-}
-
-void Storage::copy_from(const Storage& src, const char* op) {
+void Core::copy_from(const Core& src, const char* op) {
     for (const Archetype* a : src.archetypes_) {
         if (a->size == 0) continue;
         for (const Column& c : a->columns) {
@@ -45,8 +23,8 @@ void Storage::copy_from(const Storage& src, const char* op) {
         if (from.info == nullptr) continue;
         ensure_component(ComponentId{static_cast<std::uint32_t>(i)});
         components_[i].tracked = from.tracked;  // before the tables: grow() makes tick arrays
-        components_[i].relation = from.relation;
-        components_[i].observed = from.relation || observe_all_;  // relations: always observed
+        components_[i].reserved = from.reserved;
+        components_[i].hooked = from.reserved || hook_all_;  // reserved: always hooked
     }
     // The same archetypes at the same indices (the three sentinels exist already).
     for (std::size_t i = first_user_archetype; i < src.archetypes_.size(); ++i)
@@ -89,24 +67,13 @@ void Storage::copy_from(const Storage& src, const char* op) {
         std::memcpy(record_data_, src.record_data_, src.record_count_ * sizeof(EntityRecord));
     record_count_ = src.record_count_;
     permanent_.assign(src.permanent_.begin(), src.permanent_.end());
-    if (src.relations_ != nullptr) relations_ = clone_relation_index(*src.relations_, *this);
-    observed_ = observers_any_ || relations_ != nullptr;
-    if (src.strings_ != nullptr) {
-        void* mem = mr_->allocate(sizeof(StringTable), alignof(StringTable));
-        try {
-            strings_ = ::new (mem) StringTable(*src.strings_);
-        } catch (...) {
-            mr_->deallocate(mem, sizeof(StringTable), alignof(StringTable));
-            throw;
-        }
-    }
     free_head_ = src.free_head_;
     free_count_ = src.free_count_;
     alive_ = src.alive_;
     tick_ = src.tick_;
 }
 
-void Storage::swap_state(Storage& other) noexcept {
+void Core::swap_state(Core& other) noexcept {
     using std::swap;
     swap(record_data_, other.record_data_);
     swap(record_count_, other.record_count_);
@@ -117,13 +84,9 @@ void Storage::swap_state(Storage& other) noexcept {
     bundles_.swap(other.bundles_);
     bundle_slots_.swap(other.bundle_slots_);
     permanent_.swap(other.permanent_);
-    swap(relations_, other.relations_);
-    swap(strings_, other.strings_);
     swap(free_head_, other.free_head_);
     swap(free_count_, other.free_count_);
     swap(alive_, other.alive_);
-    observed_ = observers_any_ || relations_ != nullptr;
-    other.observed_ = other.observers_any_ || other.relations_ != nullptr;
     ++epoch_;
     ++other.epoch_;
 }

@@ -1,0 +1,537 @@
+/// @file detail/core.hpp
+/// The untyped core: the entity index, the archetype graph (tables in detail/archetype.hpp) and
+/// what a world knows of each component. It includes and calls nothing above it: observers,
+/// relations, strings, deferral and `World` attach through `Storage` (detail/storage.hpp) and
+/// the hooks of detail/hooks.hpp, which the core only flags. Internal, not API.
+#pragma once
+
+#include <tessera/assert.hpp>
+#include <tessera/component.hpp>
+#include <tessera/detail/archetype.hpp>
+#include <tessera/entity.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <memory_resource>
+#include <span>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace tessera::detail {
+
+/// Where an entity lives. Dead slots point at archetype 0 (an empty sentinel table no live
+/// entity uses), so a lookup needs only the generation compare: the sentinel has no columns.
+/// For dead slots `row` is the next index of the free list.
+struct EntityRecord {
+    std::uint32_t archetype;
+    std::uint32_t row;
+    std::uint32_t generation;
+};
+
+inline constexpr std::uint32_t dead_archetype = 0;     ///< sentinel for free entity slots
+inline constexpr std::uint32_t empty_archetype = 1;    ///< entities without components
+inline constexpr std::uint32_t pending_archetype = 2;  ///< spawned while deferred, not placed
+inline constexpr std::uint32_t first_user_archetype = 3;
+inline constexpr std::uint32_t no_index = 0xFFFFFFFFu;
+
+/// Per world, per component: what this world knows of the type.
+struct WorldComponent {
+    const ComponentInfo* info = nullptr;  ///< null until the world first sees the type
+    bool tracked = false;                 ///< tick arrays exist for this type
+    bool hooked = false;                  ///< changes of this type go through the world's hooks
+    bool reserved = false;  ///< kept by a layer above (a relation's): plain add/remove refuse it
+    /// Archetype index -> this component's column there (null when absent or a tag; entries
+    /// past `column_count` too). The typed read path: entity record -> archetype index -> this
+    /// array -> the column, whose `data` is the one place its base pointer lives.
+    const Column** columns = nullptr;
+    std::uint32_t column_count = 0;
+    std::uint32_t column_capacity = 0;
+};
+
+/// `n` values of a trivially destructible `T` for one call's scratch work: on the stack up to
+/// 16, else from `mr` (may throw bad_alloc). Values start value-initialised.
+template <class T>
+class ScratchArray {
+    static_assert(std::is_trivially_destructible_v<T>);
+
+public:
+    ScratchArray(std::size_t n, std::pmr::memory_resource* mr) : n_(n), mr_(mr) {
+        if (n > small) {
+            data_ = static_cast<T*>(mr->allocate(n * sizeof(T), alignof(T)));
+            std::uninitialized_value_construct_n(data_, n);
+        }
+    }
+    ScratchArray(const ScratchArray&) = delete;
+    ScratchArray& operator=(const ScratchArray&) = delete;
+    ~ScratchArray() {
+        if (data_ != local_) mr_->deallocate(data_, n_ * sizeof(T), alignof(T));
+    }
+    [[nodiscard]] T* data() noexcept { return data_; }
+    [[nodiscard]] std::span<T> span() noexcept { return {data_, n_}; }
+    T& operator[](std::size_t i) noexcept { return data_[i]; }
+
+private:
+    static constexpr std::size_t small = 16;
+    T local_[small] = {};
+    std::size_t n_;
+    std::pmr::memory_resource* mr_;
+    T* data_ = local_;
+};
+
+/// Where a new row goes before its values are constructed.
+struct RowSlot {
+    Archetype* archetype;
+    std::uint32_t row;
+};
+
+/// Where a component value of a live entity is.
+struct Location {
+    Archetype* archetype = nullptr;  ///< null when not found
+    std::uint32_t row = 0;
+    std::int32_t column = slot_absent;
+};
+
+/// Archetype tables plus the entity index: the world's data. Untyped: everything is in terms
+/// of `ComponentId`s and bytes. Every mutating member has the strong guarantee.
+class Core {
+public:
+    explicit Core(std::pmr::memory_resource* mr);
+    ~Core();
+    Core(const Core&) = delete;
+    Core& operator=(const Core&) = delete;
+
+    [[nodiscard]] std::pmr::memory_resource* resource() const noexcept { return mr_; }
+
+    // ---- lookup (inline: the hot path) ----
+    [[nodiscard]] const EntityRecord* record(Entity e) const noexcept {
+        if (e.index >= record_count_) return nullptr;
+        const EntityRecord& r = record_data_[e.index];
+        return r.generation == e.generation && r.archetype != dead_archetype ? &r : nullptr;
+    }
+    /// The record of `e` when its index is in range and its generation matches. A free slot
+    /// can match a forged handle, but it points at the sentinel archetype, which has no
+    /// components, so component lookups through it fail without a liveness test.
+    [[nodiscard]] const EntityRecord* matching_record(Entity e) const noexcept {
+        if (e.index >= record_count_) return nullptr;
+        const EntityRecord* r = record_data_ + e.index;
+        return r->generation == e.generation ? r : nullptr;
+    }
+    [[nodiscard]] Archetype& archetype(std::uint32_t index) const noexcept {
+        return *archetypes_[index];
+    }
+    /// Address of `id`'s value for `e`, or null when dead, absent or a tag.
+    [[nodiscard]] std::byte* find(Entity e, ComponentId id) const noexcept {
+        if (e.index >= record_count_) return nullptr;
+        const EntityRecord& r = record_data_[e.index];
+        if (r.generation != e.generation) return nullptr;  // dead slots hit the sentinel below
+        const Archetype& a = *archetypes_[r.archetype];
+        const std::int32_t c = a.slot(id);
+        if (c < 0) return nullptr;
+        const Column& col = a.columns[static_cast<std::uint32_t>(c)];
+        return col.data + std::size_t{r.row} * col.size;
+    }
+    /// Base of `id`'s column in archetype `archetype`, or null when absent, a tag or unknown.
+    [[nodiscard]] std::byte* column_data(ComponentId id, std::uint32_t archetype) const noexcept {
+        if (id.value >= components_.size()) return nullptr;
+        const WorldComponent& c = components_[id.value];
+        const Column* col = archetype < c.column_count ? c.columns[archetype] : nullptr;
+        return col != nullptr ? col->data : nullptr;
+    }
+    /// Where `e`'s non-tag `id` is; `archetype` null when dead or absent (or a tag).
+    [[nodiscard]] Location locate(Entity e, ComponentId id) const noexcept {
+        if (e.index >= record_count_) return {};
+        const EntityRecord& r = record_data_[e.index];
+        if (r.generation != e.generation) return {};
+        Archetype* a = archetypes_[r.archetype];
+        const std::int32_t c = a->slot(id);
+        if (c < 0) return {};
+        return {a, r.row, c};
+    }
+    [[nodiscard]] bool has(Entity e, ComponentId id) const noexcept {
+        const EntityRecord* r = record(e);
+        return r != nullptr && archetypes_[r->archetype]->contains(id);
+    }
+    [[nodiscard]] std::size_t count() const noexcept { return alive_; }
+    /// Archetypes a user can see: the empty one and every created one (not the two sentinels).
+    [[nodiscard]] std::size_t archetype_count() const noexcept { return archetypes_.size() - 2; }
+    [[nodiscard]] std::uint64_t tick() const noexcept { return tick_; }
+    std::uint64_t advance_tick() noexcept { return ++tick_; }
+
+    // ---- components ----
+    /// Records `id` in this world (first use). May throw bad_alloc.
+    const ComponentInfo& ensure_component(ComponentId id);
+    [[nodiscard]] const ComponentInfo& info(ComponentId id) const noexcept;
+    /// Turns on change tracking for `id`: every existing row is stamped with the current tick.
+    void track(ComponentId id);
+    [[nodiscard]] bool tracked(ComponentId id) const noexcept {
+        return id.value < components_.size() && components_[id.value].tracked;
+    }
+
+    // ---- archetypes ----
+    /// The archetype of exactly this set (sorted, unique ids), or null when none exists.
+    [[nodiscard]] Archetype* find_archetype(std::span<const ComponentId> sorted_ids) const noexcept;
+    /// The archetype of exactly this set (sorted, unique ids, all ensured), created if needed.
+    Archetype& archetype_for(std::span<const ComponentId> sorted_ids);
+    /// The archetype `from` leads to by adding (or removing) `id`; cached on `from`'s edges.
+    Archetype& add_edge(Archetype& from, ComponentId id);
+    Archetype& remove_edge(Archetype& from, ComponentId id);
+    /// The archetype for a cached bundle (a fixed list of types, e.g. a spawn call's), plus the
+    /// slot of each type in bundle order.
+    struct Bundle {
+        Archetype* archetype;
+        const std::int32_t* slots;
+    };
+    Bundle bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids_in_order) {
+        if (bundle_id < bundles_.size()) [[likely]] {
+            const BundleEntry& b = bundles_[bundle_id];
+            if (b.archetype != no_index) [[likely]] {
+                return {archetypes_[b.archetype], bundle_slots_.data() + b.offset};
+            }
+        }
+        return new_bundle(bundle_id, ids_in_order);
+    }
+
+    // ---- entities ----
+    /// Spawns an entity with no components.
+    Entity spawn_empty();
+    /// Reserves one row in `a` and one entity slot; nothing is visible until `commit_spawn`.
+    /// May throw bad_alloc. Nothing may throw between the two calls.
+    RowSlot prepare_spawn(Archetype& a) {
+        if (a.size == a.capacity || (free_count_ == 0 && record_count_ == record_capacity_))
+            [[unlikely]] {
+            reserve_spawn(a, 1);
+        }
+        return {&a, a.size};
+    }
+    Entity commit_spawn(RowSlot slot) noexcept {
+        Archetype& a = *slot.archetype;
+        const std::uint32_t index = take_index();
+        EntityRecord& r = record_data_[index];
+        r.archetype = a.index;
+        r.row = slot.row;
+        const Entity e{index, r.generation};
+        a.entities[slot.row] = e;
+        if (a.enableable || a.tracked) [[unlikely]]
+            init_row(slot);
+        ++a.size;
+        ++alive_;
+        return e;
+    }
+    /// Gets `e` ready to receive `ids` (one archetype move when any is new): afterwards each
+    /// component of `ids` has a slot at the returned row, holding the old value when
+    /// `existed[i]`, uninitialised otherwise. Throws not_alive (naming `op`) or bad_alloc
+    /// before changing anything. Nothing may throw until the slots are filled.
+    RowSlot prepare_add(Entity e, std::span<const ComponentId> ids, bool* existed, const char* op);
+    /// `prepare_add` for one component, with the common case inline: the entity is alive, the
+    /// edge is cached and the target table has room.
+    RowSlot prepare_add_one(Entity e, ComponentId id, bool& existed, const char* op) {
+        const EntityRecord* r = record(e);
+        if (r != nullptr) [[likely]] {
+            Archetype& from = *archetypes_[r->archetype];
+            existed = from.contains(id);
+            if (existed) return {&from, r->row};
+            const EdgeMap::Edge* edge = from.edges.find(id.value);
+            if (edge != nullptr && edge->add != no_index) [[likely]] {
+                Archetype& to = *archetypes_[edge->add];
+                if (to.size < to.capacity) [[likely]] {
+                    if (!(from.slow_rows || to.slow_rows)) [[likely]]
+                        return move_bytes(e, *r, from, to, from, to, edge->add_pivot);
+                    return move_entity(e, *r, to);
+                }
+            }
+        }
+        const ComponentId one[] = {id};
+        return prepare_add(e, one, &existed, op);
+    }
+    /// Removes the components of `ids` that `e` has, in one move. False when it had none.
+    bool remove(Entity e, std::span<const ComponentId> ids, const char* op);
+    /// The archetype `from` leads to without `ids` (created if needed).
+    Archetype& removal_target(Archetype& from, std::span<const ComponentId> ids);
+    /// `remove` of one component, with the common case inline.
+    bool remove_one(Entity e, ComponentId id, const char* op) {
+        const EntityRecord* r = record(e);
+        if (r != nullptr) [[likely]] {
+            Archetype& from = *archetypes_[r->archetype];
+            if (!from.contains(id)) return false;
+            const EdgeMap::Edge* edge = from.edges.find(id.value);
+            if (edge != nullptr && edge->remove != no_index) [[likely]] {
+                Archetype& to = *archetypes_[edge->remove];
+                if (to.size < to.capacity) [[likely]] {
+                    if (!(from.slow_rows || to.slow_rows)) [[likely]]
+                        move_bytes(e, *r, from, to, to, from, edge->remove_pivot);
+                    else
+                        move_entity(e, *r, to);
+                    return true;
+                }
+            }
+        }
+        const ComponentId one[] = {id};
+        return remove(e, one, op);
+    }
+    /// Destroys the values of rows [first, first + n) of `a` (rows not committed yet).
+    void destroy_rows(Archetype& a, std::uint32_t first, std::size_t n) noexcept;
+    /// Reserves `n` rows and entity slots (storage grows at most once).
+    void reserve_spawn(Archetype& a, std::size_t n);
+    /// Commits `n` rows whose values are constructed; returns their entities.
+    std::span<const Entity> commit_spawn_many(Archetype& a, std::size_t n) noexcept;
+    /// Destroys the entity's values and frees its slot. False when `e` is not alive.
+    bool despawn(Entity e) noexcept;
+    /// Moves `e`'s row to `to`; values of components `to` lacks are destroyed, slots of
+    /// components the source lacks are left uninitialised (the caller constructs them before
+    /// anything else can run). Ticks travel with the values. Precondition: `reserve_rows(to, 1)`.
+    RowSlot move_entity(Entity e, const EntityRecord& r, Archetype& to) noexcept;
+    /// `move_entity` along an edge between two tables whose rows are only bytes (neither
+    /// `slow_rows`): every column of `small` (the table with one column fewer, or the same
+    /// columns for a tag) moves to or from column `k + (k >= pivot)` of `large`; the removed
+    /// column, trivially destructible, needs nothing. Precondition: room in `to`.
+    RowSlot move_bytes(Entity e, const EntityRecord& r, Archetype& from, Archetype& to,
+                       const Archetype& small, const Archetype& large,
+                       std::uint32_t pivot) noexcept {
+        const std::uint32_t src = r.row;
+        const std::uint32_t dst = to.size;
+        const bool adding = &small == &from;
+        const Column* sc = small.columns.data();
+        const Column* lc = large.columns.data();
+        const std::size_t n = small.columns.size();
+        for (std::size_t k = 0; k < n; ++k) {
+            const Column& c = sc[k];
+            const Column& l = lc[k + (k >= pivot ? 1 : 0)];
+            const std::size_t size = c.size;
+            std::byte* d = (adding ? l.data : c.data) + dst * size;
+            const std::byte* s = (adding ? c.data : l.data) + src * size;
+            copy_bytes(d, s, size);
+        }
+        to.entities[dst] = e;
+        ++to.size;
+        const std::uint32_t last = from.size - 1;
+        if (src != last) {
+            for (const Column& c : from.columns)
+                copy_bytes(c.data + std::size_t{src} * c.size, c.data + std::size_t{last} * c.size,
+                           c.size);
+            const Entity moved = from.entities[last];
+            from.entities[src] = moved;
+            record_data_[moved.index].row = src;
+        }
+        --from.size;
+        ++from.freed;
+        EntityRecord& rec = record_data_[e.index];
+        rec.archetype = to.index;
+        rec.row = dst;
+        return {&to, dst};
+    }
+    /// Copies one value of `size` bytes; the common sizes compile to a load and a store.
+    static void copy_bytes(std::byte* d, const std::byte* s, std::size_t size) noexcept {
+        switch (size) {
+            case 4: std::memcpy(d, s, 4); break;
+            case 8: std::memcpy(d, s, 8); break;
+            case 12: std::memcpy(d, s, 12); break;
+            case 16: std::memcpy(d, s, 16); break;
+            default: std::memcpy(d, s, size); break;
+        }
+    }
+    /// Ensures room for `n` more rows in `a` (strong guarantee).
+    void reserve_rows(Archetype& a, std::size_t n);
+    /// Stamps the added+changed ticks of `slot` for `id` (when tracked).
+    void stamp_added(RowSlot slot, std::int32_t column) const noexcept {
+        const Column& c = slot.archetype->columns[static_cast<std::uint32_t>(column)];
+        if (c.changed != nullptr) [[unlikely]]
+            c.set_added(slot.row, tick_);
+    }
+    /// Stamps every tracked column of `slot`'s row as added (new row).
+    void stamp_row_added(RowSlot slot) noexcept;
+
+    /// Whether a `par_each` is running: the tables may not change (structural calls and
+    /// `track` are refused).
+    [[nodiscard]] bool parallel() const noexcept { return parallel_; }
+    void set_parallel(bool on) noexcept { parallel_ = on; }
+
+    // ---- entities spawned before they have a table ----
+    /// An entity that is alive but in no table yet (spawn while deferred); placed at the flush.
+    Entity spawn_pending();
+    /// The entity index before a call that may have to take back the entities it spawned.
+    struct IndexMark {
+        std::uint32_t record_count;
+    };
+    [[nodiscard]] IndexMark index_mark() const noexcept { return {record_count_}; }
+    /// Takes back pending entities (from `spawn_pending`) spawned since `mark`, given in the
+    /// order they were spawned, and nothing else spawned since: their indices return to the
+    /// free list (or past the end) exactly as before, generations unchanged, so the next spawns
+    /// get the ids they would have got had these never been made.
+    void release_pending(IndexMark mark, std::span<const Entity> spawned) noexcept;
+    /// The index the next spawn will take.
+    [[nodiscard]] std::uint32_t next_index() const noexcept {
+        return free_head_ != no_index ? free_head_ : record_count_;
+    }
+    /// Permanent entities: a bit per entity index, allocated on first use.
+    void reserve_permanent(std::uint32_t index);
+    void set_permanent(std::uint32_t index) noexcept {
+        permanent_[index / 64] |= std::uint64_t{1} << (index % 64);
+    }
+    [[nodiscard]] bool permanent(std::uint32_t index) const noexcept {
+        return index / 64 < permanent_.size() && (permanent_[index / 64] >> (index % 64) & 1u) != 0;
+    }
+    /// The enable flag of `id` for `e` (checks enableable, alive, present; `op` names the call
+    /// in errors).
+    std::uint8_t& enable_flag(Entity e, ComponentId id, const char* op) const;
+    /// Number of archetypes including the sentinel (indices are below this).
+    [[nodiscard]] std::size_t archetype_slots() const noexcept { return archetypes_.size(); }
+    /// Every live entity, archetype by archetype, row by row.
+    [[nodiscard]] std::vector<Entity> entities() const;
+
+    // ---- hooks: which changes the layers above take part in (detail/hooks.hpp) ----
+    /// Whether anything is attached. Structural changes go through the hooks only when it is
+    /// and the change concerns a hooked component (or every change is hooked): a world with
+    /// nothing attached pays one predictable branch per change.
+    [[nodiscard]] bool hooked() const noexcept { return hooked_; }
+    /// Whether a change of `id` goes through the hooks.
+    [[nodiscard]] bool hooked(ComponentId id) const noexcept {
+        return hooked_ && components_[id.value].hooked;
+    }
+    /// Whether a change of any of `ids` goes through the hooks.
+    [[nodiscard]] bool hooked(std::span<const ComponentId> ids) const noexcept {
+        if (!hooked_) return false;
+        return hook_all_ || std::any_of(ids.begin(), ids.end(), [this](ComponentId id) {
+                   return components_[id.value].hooked;
+               });
+    }
+    /// Whether a change of an entity in `a` (a spawn into it, a despawn from it) goes through
+    /// the hooks.
+    [[nodiscard]] bool hooked(const Archetype& a) const noexcept { return hooked_ && a.hooked; }
+    /// Whether despawning `e` (alive) or removing from it goes through the hooks.
+    [[nodiscard]] bool hooked(const EntityRecord& r) const noexcept {
+        return hooked_ && archetypes_[r.archetype]->hooked;
+    }
+    /// Whether every change goes through the hooks (spawns included).
+    [[nodiscard]] bool hooked_all() const noexcept { return hook_all_; }
+    /// Sets the hook flags: `on` something is attached; `all` every change is hooked; `by_id[id]`
+    /// components whose changes are hooked. Reserved components stay hooked.
+    void set_hooks(bool on, bool all, std::span<const std::uint8_t> by_id) noexcept;
+    /// Turns the hooks on or off, keeping the per-component flags.
+    void set_hooked(bool on) noexcept { hooked_ = on; }
+    /// Marks `id` reserved (kept by a layer above: plain adds and removes refuse it) and hooked.
+    void reserve_component(ComponentId id) noexcept;
+    /// Whether `id` is reserved.
+    [[nodiscard]] bool reserved(ComponentId id) const noexcept {
+        return id.value < components_.size() && components_[id.value].reserved;
+    }
+
+    // ---- whole-world copies (clone, snapshot, restore, load) ----
+    /// Makes this core, fresh (as constructed), a copy of `src`: entities with their ids,
+    /// generations and free list, archetypes in the same order, values (copy constructors;
+    /// memcpy for trivially copyable types), ticks, enable flags, permanent bits and reserved
+    /// components. Edges and bundle caches start empty. On a throw this core must be discarded.
+    /// @throws invalid_argument (naming `op` and the type) for a component with values that
+    /// can't be copied.
+    void copy_from(const Core& src, const char* op);
+    /// Exchanges the world state (everything `copy_from` copies) with `other`, which uses the
+    /// same memory resource; the hook switch and the tick stay. Both layout epochs change, so
+    /// cached queries re-match.
+    void swap_state(Core& other) noexcept;
+    /// Changes whenever archetype indices stop meaning what they meant (`swap_state`): caches
+    /// of archetype indices compare it.
+    [[nodiscard]] std::uint64_t layout_epoch() const noexcept { return epoch_; }
+    /// Every component id this world has recorded (`ensure_component`), ascending.
+    template <class F>
+    void for_each_component(F&& fn) const {
+        for (std::size_t i = 0; i < components_.size(); ++i) {
+            if (components_[i].info != nullptr) fn(ComponentId{static_cast<std::uint32_t>(i)});
+        }
+    }
+    /// The entity index, for whole-world readers (serialize.cpp): `record_count()` records.
+    [[nodiscard]] const EntityRecord* records() const noexcept { return record_data_; }
+    [[nodiscard]] std::uint32_t record_count() const noexcept { return record_count_; }
+    [[nodiscard]] std::uint32_t free_head() const noexcept { return free_head_; }
+    /// The permanent bits by entity index, 64 per word (may be shorter than the index).
+    [[nodiscard]] std::span<const std::uint64_t> permanent_words() const noexcept {
+        return permanent_;
+    }
+    /// Stamps the changed tick of every row of `id`'s column in `a` (when tracked) with
+    /// `tick` (a system's own tick inside a schedule, else the world's).
+    static void stamp_column(Archetype& a, ComponentId id, std::uint64_t tick) noexcept {
+        const std::int32_t c = a.slot(id);
+        if (c < 0) return;
+        Column& col = a.columns[static_cast<std::uint32_t>(c)];
+        if (col.changed != nullptr) col.stamped = tick;
+    }
+    /// Stamps the changed tick of `id` at `slot` when tracked.
+    void stamp_changed(const Archetype& a, std::uint32_t row, std::int32_t column) const noexcept {
+        stamp_changed(a, row, column, tick_);
+    }
+    static void stamp_changed(const Archetype& a, std::uint32_t row, std::int32_t column,
+                              std::uint64_t tick) noexcept {
+        const Column& col = a.columns[static_cast<std::uint32_t>(column)];
+        if (col.changed != nullptr) col.set_changed(row, tick);
+    }
+    /// Sets the tick (a schedule gives each exclusive system its own while it runs).
+    void set_tick(std::uint64_t tick) noexcept { tick_ = tick; }
+
+private:
+    friend struct StorageAccess;  // serialize.cpp: builds a storage from a saved image
+    Archetype& create_archetype(std::span<const ComponentId> sorted_ids);
+    void reserve_columns(WorldComponent& wc, std::size_t n);
+    void grow(Archetype& a, std::size_t min_capacity);
+    void reserve_records(std::size_t n);
+    std::uint32_t take_index() noexcept {
+        if (free_head_ != no_index) {
+            const std::uint32_t index = free_head_;
+            free_head_ = record_data_[index].row;
+            --free_count_;
+            return index;
+        }
+        record_data_[record_count_] = EntityRecord{dead_archetype, 0, 1};  // capacity reserved
+        return record_count_++;
+    }
+    /// Enable flags on and ticks stamped for a new row.
+    void init_row(RowSlot slot) noexcept;
+    Bundle new_bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids_in_order);
+    void free_row(Archetype& a, std::uint32_t row) noexcept;
+    std::byte* allocate(std::size_t bytes, std::size_t align);
+    void deallocate(void* p, std::size_t bytes, std::size_t align) noexcept;
+    void release_archetype(Archetype& a) noexcept;
+
+    std::pmr::memory_resource* mr_;
+    // The entity index: a plain array from mr_ (so large ones get huge pages, and the bounds
+    // check needs no division by the record size).
+    EntityRecord* record_data_ = nullptr;
+    std::uint32_t record_count_ = 0;
+    std::uint32_t record_capacity_ = 0;
+    std::pmr::vector<Archetype*> archetypes_;
+    std::pmr::vector<WorldComponent> components_;
+    struct SetKey {
+        std::uint64_t hash;
+        std::uint32_t archetype;
+    };
+    std::pmr::vector<SetKey> set_index_;  ///< archetypes by hash of their id set (sorted)
+    struct BundleEntry {
+        std::uint32_t archetype = no_index;
+        std::uint32_t offset = 0;  ///< into bundle_slots_
+    };
+    std::pmr::vector<BundleEntry> bundles_;
+    std::pmr::vector<std::int32_t> bundle_slots_;
+    std::pmr::vector<std::uint64_t> permanent_;
+    std::uint64_t epoch_ = 0;
+    bool hooked_ = false;    ///< something is attached
+    bool hook_all_ = false;  ///< every change is hooked
+    bool parallel_ = false;
+    std::uint32_t free_head_ = no_index;
+    std::size_t free_count_ = 0;
+    std::size_t alive_ = 0;
+    std::uint64_t tick_ = 1;
+};
+
+/// A process-wide sequence number for a list of component types (used to cache the archetype
+/// of a `spawn(components...)` call per world). Thread-safe.
+std::uint32_t next_bundle_id() noexcept;
+
+template <class... Ts>
+std::uint32_t bundle_id() noexcept {
+    static const std::uint32_t id = next_bundle_id();
+    return id;
+}
+
+}  // namespace tessera::detail

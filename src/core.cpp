@@ -1,0 +1,747 @@
+// The untyped core: archetype tables and the entity index.
+//
+// Every mutating function first does everything that can fail (allocation, archetype creation,
+// reserving rows and entity slots) and only then changes state with operations that cannot
+// throw, which is how the strong guarantee holds, std::bad_alloc included.
+#include <tessera/detail/core.hpp>
+#include <tessera/error.hpp>
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <string>
+
+namespace tessera::detail {
+
+[[noreturn]] void throw_not_alive(const char* op, Entity e, ComponentId id);
+
+namespace {
+
+constexpr std::size_t column_alignment = 64;  // cache line: vector loads never split
+constexpr std::size_t huge_page = std::size_t{2} << 20;
+constexpr std::uint32_t max_rows = 0xFFFFFFFEu;
+
+std::uint64_t hash_ids(std::span<const ComponentId> ids) noexcept {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    for (ComponentId id : ids) h = (h ^ id.value) * 0x100000001b3ull;
+    return h;
+}
+
+// Moves one value; fixed-size copies for the common small sizes so they compile to a load and
+// a store instead of a call.
+inline void move_value(const Column& c, std::byte* d, std::byte* s) noexcept {
+    if (c.relocate != nullptr) {
+        c.relocate(d, s, 1);
+        return;
+    }
+    switch (c.size) {
+        case 4: std::memcpy(d, s, 4); break;
+        case 8: std::memcpy(d, s, 8); break;
+        case 12: std::memcpy(d, s, 12); break;
+        case 16: std::memcpy(d, s, 16); break;
+        default: std::memcpy(d, s, c.size); break;
+    }
+}
+
+// Folds a column's whole-chunk stamp into its rows, so a row with an older tick can enter.
+void settle(Column& c, std::uint32_t rows) noexcept {
+    for (std::uint32_t i = 0; i < rows; ++i) c.changed[i] = c.changed_at(i);
+    c.raise_blocks(0, rows, c.stamped);
+    c.stamped = 0;
+}
+
+// Moves row `src` of `from` to row `dst` of `to` (same component): value, ticks, enable flag.
+// Within one table (`&from == &to`) the chunk stamp applies to both rows alike.
+inline void move_row(const Column& from, std::uint32_t src, const Column& to,
+                     std::uint32_t dst) noexcept {
+    move_value(from, to.data + std::size_t{dst} * to.size,
+               from.data + std::size_t{src} * from.size);
+    if (to.changed != nullptr) {
+        to.added[dst] = from.added[src];
+        to.set_changed(dst, &from == &to ? from.changed[src] : from.changed_at(src));
+    }
+    if (to.enabled != nullptr) to.enabled[dst] = from.enabled[src];
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------- EdgeMap
+
+EdgeMap::Edge& EdgeMap::get(std::uint32_t key) {
+    if (const Edge* e = find(key)) return const_cast<Edge&>(*e);
+    if ((used_ + 1) * 2 > slots_.size()) {
+        std::pmr::vector<Edge> bigger(std::max<std::size_t>(8, slots_.size() * 2),
+                                      slots_.get_allocator());
+        const std::size_t mask = bigger.size() - 1;
+        for (const Edge& e : slots_) {
+            if (e.key == 0xFFFFFFFFu) continue;
+            std::size_t i = e.key & mask;
+            while (bigger[i].key != 0xFFFFFFFFu) i = (i + 1) & mask;
+            bigger[i] = e;
+        }
+        slots_.swap(bigger);
+    }
+    const std::size_t mask = slots_.size() - 1;
+    std::size_t i = key & mask;
+    while (slots_[i].key != 0xFFFFFFFFu) i = (i + 1) & mask;
+    slots_[i].key = key;
+    ++used_;
+    return slots_[i];
+}
+
+// ------------------------------------------------------------------------------------- Core
+
+Core::Core(std::pmr::memory_resource* mr)
+    : mr_(mr),
+      archetypes_(mr),
+      components_(mr),
+      set_index_(mr),
+      bundles_(mr),
+      bundle_slots_(mr),
+      permanent_(mr) {
+    try {
+        create_archetype({});  // dead_archetype: the sentinel of free entity slots
+        create_archetype({});  // empty_archetype
+        create_archetype({});  // pending_archetype
+    } catch (...) {
+        for (Archetype* a : archetypes_) release_archetype(*a);
+        throw;
+    }
+}
+
+Core::~Core() {
+    for (Archetype* a : archetypes_) release_archetype(*a);
+    for (WorldComponent& wc : components_) {
+        deallocate(wc.columns, std::size_t{wc.column_capacity} * sizeof(const Column*),
+                   alignof(const Column*));
+    }
+    deallocate(record_data_, std::size_t{record_capacity_} * sizeof(EntityRecord),
+               column_alignment);
+}
+
+std::byte* Core::allocate(std::size_t bytes, std::size_t align) {
+    auto* p = static_cast<std::byte*>(mr_->allocate(bytes, align));
+    // Large columns are touched page by page as they fill; transparent huge pages cut the
+    // page faults that dominate creation. Advice only: failure changes nothing.
+    if (bytes >= 2 * huge_page) {
+        const auto begin = (reinterpret_cast<std::uintptr_t>(p) + huge_page - 1) & ~(huge_page - 1);
+        const auto end = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(huge_page - 1);
+        if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+    }
+    return p;
+}
+
+void Core::deallocate(void* p, std::size_t bytes, std::size_t align) noexcept {
+    if (p != nullptr) mr_->deallocate(p, bytes, align);
+}
+
+void Core::release_archetype(Archetype& a) noexcept {
+    for (Column& c : a.columns) {
+        if (c.destroy != nullptr) c.destroy(c.data, a.size);
+        deallocate(c.data, std::size_t{a.capacity} * c.size,
+                   std::max<std::size_t>(column_alignment, c.info->alignment));
+        deallocate(c.added, std::size_t{a.capacity} * sizeof(std::uint64_t), column_alignment);
+        deallocate(c.changed, changed_words(a.capacity) * sizeof(std::uint64_t), column_alignment);
+        deallocate(c.enabled, a.capacity, column_alignment);
+    }
+    deallocate(a.entities, std::size_t{a.capacity} * sizeof(Entity), column_alignment);
+    const std::size_t bytes = Archetype::allocation_size(a.slot_count);
+    a.~Archetype();
+    mr_->deallocate(&a, bytes, alignof(Archetype));
+}
+
+const ComponentInfo& Core::ensure_component(ComponentId id) {
+    if (id.value >= components_.size()) {
+        components_.resize(std::max<std::size_t>(id.value + 1, components_.size() * 2));
+    }
+    WorldComponent& wc = components_[id.value];
+    if (wc.info == nullptr) {
+        // No existing archetype holds the type yet: its column list starts empty (all null).
+        const ComponentInfo& info = component_info(id);
+        const std::size_t cap = std::max<std::size_t>(16, archetypes_.capacity());
+        wc.columns = reinterpret_cast<const Column**>(
+            allocate(cap * sizeof(const Column*), alignof(const Column*)));
+        wc.column_capacity = static_cast<std::uint32_t>(cap);
+        wc.column_count = 0;
+        wc.hooked = hook_all_;
+        wc.info = &info;
+    }
+    return *wc.info;
+}
+
+const ComponentInfo& Core::info(ComponentId id) const noexcept {
+    return *components_[id.value].info;
+}
+
+Archetype& Core::create_archetype(std::span<const ComponentId> ids) {
+    if (archetypes_.size() == archetypes_.capacity()) {
+        archetypes_.reserve(std::max<std::size_t>(16, archetypes_.size() * 2));
+    }
+    if (set_index_.size() == set_index_.capacity()) {
+        set_index_.reserve(std::max<std::size_t>(16, set_index_.size() * 2));
+    }
+    const auto index = static_cast<std::uint32_t>(archetypes_.size());
+    for (ComponentId id : ids) reserve_columns(components_[id.value], index + 1);
+    const std::uint32_t slots = ids.empty() ? 0 : ids.back().value + 1;
+    void* mem = mr_->allocate(Archetype::allocation_size(slots), alignof(Archetype));
+    auto* a = ::new (mem) Archetype(mr_, slots);
+    std::fill_n(a->slot_table(), slots, slot_absent);
+    try {
+        a->ids.assign(ids.begin(), ids.end());
+        std::size_t non_tags = 0;
+        for (ComponentId id : ids) non_tags += info(id).is_tag() ? 0 : 1;
+        a->columns.reserve(non_tags);
+    } catch (...) {
+        release_archetype(*a);
+        throw;
+    }
+    for (ComponentId id : ids) {
+        const ComponentInfo& ci = info(id);
+        a->hooked = a->hooked || components_[id.value].hooked;
+        if (ci.is_tag()) {
+            a->slot_table()[id.value] = slot_tag;
+            continue;
+        }
+        a->slot_table()[id.value] = static_cast<std::int32_t>(a->columns.size());
+        Column col;
+        col.relocate = ci.relocate;
+        col.destroy = ci.destroy;
+        col.info = &ci;
+        col.id = id;
+        col.size = ci.size;
+        a->tracked = a->tracked || components_[id.value].tracked;
+        a->enableable = a->enableable || ci.enableable;
+        a->bytewise = a->bytewise && ci.relocate == nullptr;
+        a->columns.push_back(col);
+    }
+    a->index = index;
+    a->slow_rows = a->tracked || a->enableable || !a->bytewise;
+    a->hooked = a->hooked || hook_all_;
+    for (ComponentId id : ids) {  // the columns are in place: their addresses stay
+        WorldComponent& wc = components_[id.value];
+        std::fill(wc.columns + wc.column_count, wc.columns + index + 1, nullptr);
+        wc.column_count = index + 1;
+        const std::int32_t c = a->slot(id);
+        if (c >= 0) wc.columns[index] = &a->columns[static_cast<std::uint32_t>(c)];
+    }
+    archetypes_.push_back(a);
+    if (a->index == empty_archetype || a->index >= first_user_archetype) {
+        set_index_.push_back({hash_ids(ids), a->index});
+    }
+    return *a;
+}
+
+void Core::reserve_columns(WorldComponent& wc, std::size_t n) {
+    if (n <= wc.column_capacity) return;
+    const std::size_t cap = std::max<std::size_t>(n, std::size_t{wc.column_capacity} * 2);
+    auto* fresh = reinterpret_cast<const Column**>(
+        allocate(cap * sizeof(const Column*), alignof(const Column*)));
+    std::copy_n(wc.columns, wc.column_count, fresh);
+    deallocate(wc.columns, std::size_t{wc.column_capacity} * sizeof(const Column*),
+               alignof(const Column*));
+    wc.columns = fresh;
+    wc.column_capacity = static_cast<std::uint32_t>(cap);
+}
+
+Archetype* Core::find_archetype(std::span<const ComponentId> ids) const noexcept {
+    const std::uint64_t h = hash_ids(ids);
+    for (const SetKey& k : set_index_) {
+        if (k.hash != h) continue;
+        Archetype* a = archetypes_[k.archetype];
+        if (std::equal(a->ids.begin(), a->ids.end(), ids.begin(), ids.end())) return a;
+    }
+    return nullptr;
+}
+
+Archetype& Core::archetype_for(std::span<const ComponentId> ids) {
+    if (Archetype* a = find_archetype(ids)) return *a;
+    return create_archetype(ids);
+}
+
+namespace {
+// The sorted set `from` +/- `ids`, in a buffer from `mr`.
+std::pmr::vector<ComponentId> merged_set(const Archetype& from, std::span<const ComponentId> ids,
+                                         bool adding, std::pmr::memory_resource* mr) {
+    std::pmr::vector<ComponentId> sorted(ids.begin(), ids.end(), mr);
+    std::sort(sorted.begin(), sorted.end());
+    std::pmr::vector<ComponentId> out(mr);
+    out.reserve(from.ids.size() + sorted.size());
+    if (adding) {
+        std::set_union(from.ids.begin(), from.ids.end(), sorted.begin(), sorted.end(),
+                       std::back_inserter(out));
+    } else {
+        std::set_difference(from.ids.begin(), from.ids.end(), sorted.begin(), sorted.end(),
+                            std::back_inserter(out));
+    }
+    return out;
+}
+}  // namespace
+
+namespace {
+// The column `id` has in `a` (the larger table of an edge), or no_column for a tag.
+std::uint16_t pivot_of(const Archetype& a, ComponentId id) noexcept {
+    const std::int32_t c = a.slot(id);
+    return c >= 0 ? static_cast<std::uint16_t>(c) : EdgeMap::Edge::no_column;
+}
+}  // namespace
+
+Archetype& Core::add_edge(Archetype& from, ComponentId id) {
+    if (const EdgeMap::Edge* e = from.edges.find(id.value); e != nullptr && e->add != no_index) {
+        return *archetypes_[e->add];
+    }
+    ensure_component(id);
+    const ComponentId one[] = {id};
+    Archetype& to = archetype_for(merged_set(from, one, true, mr_));
+    EdgeMap::Edge& edge = from.edges.get(id.value);
+    edge.add = to.index;
+    edge.add_pivot = pivot_of(to, id);
+    return to;
+}
+
+Archetype& Core::remove_edge(Archetype& from, ComponentId id) {
+    if (const EdgeMap::Edge* e = from.edges.find(id.value); e != nullptr && e->remove != no_index) {
+        return *archetypes_[e->remove];
+    }
+    const ComponentId one[] = {id};
+    Archetype& to = archetype_for(merged_set(from, one, false, mr_));
+    EdgeMap::Edge& edge = from.edges.get(id.value);
+    edge.remove = to.index;
+    edge.remove_pivot = pivot_of(from, id);
+    return to;
+}
+
+Core::Bundle Core::new_bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids) {
+    for (ComponentId id : ids) ensure_component(id);
+    std::pmr::vector<ComponentId> sorted(ids.begin(), ids.end(), mr_);
+    std::sort(sorted.begin(), sorted.end());
+    Archetype& a = archetype_for(sorted);
+    if (bundle_id >= bundles_.size()) {
+        bundles_.resize(std::max<std::size_t>(bundle_id + 1, bundles_.size() * 2));
+    }
+    const auto offset = static_cast<std::uint32_t>(bundle_slots_.size());
+    bundle_slots_.reserve(offset + ids.size());  // nothing below throws
+    for (ComponentId id : ids) bundle_slots_.push_back(a.slot(id));
+    bundles_[bundle_id] = {a.index, offset};
+    return {&a, bundle_slots_.data() + offset};
+}
+
+void Core::track(ComponentId id) {
+    ensure_component(id);
+    if (components_[id.value].tracked) return;
+    if (parallel_) [[unlikely]] {
+        // Tracking allocates tick arrays in every table: not from several workers at once.
+        throw Error(errc::invalid_argument,
+                    std::string("change ticks of ") + std::string(component_info(id).name) +
+                        " read or written from inside par_each before change tracking was on "
+                        "for it: the first such call turns it on, which changes every table; "
+                        "make it once before the loop (e.g. world.changed_tick on any entity)");
+    }
+    // Allocate every tick array first, so a failure leaves tracking off and nothing leaked.
+    std::pmr::vector<std::uint64_t*> arrays(mr_);
+    std::size_t needed = 0;
+    for (const Archetype* a : archetypes_) {
+        if (a->capacity > 0 && a->slot(id) >= 0) needed += 2;
+    }
+    arrays.reserve(needed);
+    try {
+        for (const Archetype* a : archetypes_) {
+            if (a->capacity == 0 || a->slot(id) < 0) continue;
+            for (int k = 0; k < 2; ++k) {  // added, changed
+                const std::size_t words = k == 0 ? a->capacity : changed_words(a->capacity);
+                arrays.push_back(reinterpret_cast<std::uint64_t*>(
+                    allocate(words * sizeof(std::uint64_t), column_alignment)));
+            }
+        }
+    } catch (...) {
+        std::size_t k = 0;
+        for (const Archetype* a : archetypes_) {
+            if (a->capacity == 0 || a->slot(id) < 0) continue;
+            for (int j = 0; j < 2 && k < arrays.size(); ++j, ++k) {
+                const std::size_t words = j == 0 ? a->capacity : changed_words(a->capacity);
+                deallocate(arrays[k], words * sizeof(std::uint64_t), column_alignment);
+            }
+        }
+        throw;
+    }
+    std::size_t k = 0;
+    for (Archetype* a : archetypes_) {
+        const std::int32_t c = a->slot(id);
+        if (c < 0) continue;
+        Column& col = a->columns[static_cast<std::uint32_t>(c)];
+        a->tracked = true;
+        a->slow_rows = true;
+        if (a->capacity == 0) continue;
+        col.added = arrays[k++];
+        col.changed = arrays[k++];
+        col.changed_max = col.changed + a->capacity;
+        std::fill_n(col.added, a->size, tick_);
+        std::fill_n(col.changed, a->size, tick_);
+        std::fill_n(col.changed_max, tick_blocks(a->capacity), tick_);
+    }
+    components_[id.value].tracked = true;
+}
+
+void Core::grow(Archetype& a, std::size_t min_capacity) {
+    if (min_capacity > max_rows) {
+        throw Error(errc::limit_exceeded, "World: an archetype table can't hold more than " +
+                                              std::to_string(max_rows) + " rows");
+    }
+    const std::size_t cap = std::min<std::size_t>(
+        max_rows, std::max<std::size_t>({min_capacity, std::size_t{a.capacity} * 2, 8}));
+    // Every new array is allocated before anything moves; a failure frees what was taken.
+    struct Arrays {
+        std::byte* data;
+        std::uint64_t* added;
+        std::uint64_t* changed;
+        std::uint8_t* enabled;
+    };
+    std::pmr::vector<Arrays> fresh(mr_);
+    fresh.reserve(a.columns.size());
+    Entity* entities = nullptr;
+    auto release = [&] {
+        for (std::size_t i = 0; i < fresh.size(); ++i) {
+            const Column& c = a.columns[i];
+            deallocate(fresh[i].data, cap * c.size,
+                       std::max<std::size_t>(column_alignment, c.info->alignment));
+            deallocate(fresh[i].added, cap * sizeof(std::uint64_t), column_alignment);
+            deallocate(fresh[i].changed, changed_words(cap) * sizeof(std::uint64_t),
+                       column_alignment);
+            deallocate(fresh[i].enabled, cap, column_alignment);
+        }
+        deallocate(entities, cap * sizeof(Entity), column_alignment);
+    };
+    try {
+        entities = reinterpret_cast<Entity*>(allocate(cap * sizeof(Entity), column_alignment));
+        for (const Column& c : a.columns) {
+            Arrays& f = fresh.emplace_back(Arrays{nullptr, nullptr, nullptr, nullptr});
+            f.data =
+                allocate(cap * c.size, std::max<std::size_t>(column_alignment, c.info->alignment));
+            if (components_[c.id.value].tracked) {
+                f.added = reinterpret_cast<std::uint64_t*>(
+                    allocate(cap * sizeof(std::uint64_t), column_alignment));
+                f.changed = reinterpret_cast<std::uint64_t*>(
+                    allocate(changed_words(cap) * sizeof(std::uint64_t), column_alignment));
+            }
+            if (c.info->enableable)
+                f.enabled = reinterpret_cast<std::uint8_t*>(allocate(cap, column_alignment));
+        }
+    } catch (...) {
+        release();
+        throw;
+    }
+    const std::size_t old_cap = a.capacity;
+    if (a.size > 0) std::memcpy(entities, a.entities, a.size * sizeof(Entity));
+    deallocate(a.entities, old_cap * sizeof(Entity), column_alignment);
+    a.entities = entities;
+    for (std::size_t i = 0; i < a.columns.size(); ++i) {
+        Column& c = a.columns[i];
+        Arrays& f = fresh[i];
+        if (a.size > 0) {
+            if (c.relocate == nullptr)
+                std::memcpy(f.data, c.data, a.size * c.size);
+            else
+                c.relocate(f.data, c.data, a.size);
+            if (c.added != nullptr) {
+                std::memcpy(f.added, c.added, a.size * sizeof(std::uint64_t));
+                std::memcpy(f.changed, c.changed, a.size * sizeof(std::uint64_t));
+            }
+            if (c.enabled != nullptr) std::memcpy(f.enabled, c.enabled, a.size);
+        }
+        if (f.changed != nullptr) {
+            // The bounds of the rows kept, and nothing changed in the blocks past them.
+            std::uint64_t* const bounds = f.changed + cap;
+            const std::size_t kept = c.changed != nullptr ? tick_blocks(a.size) : 0;
+            if (kept != 0) std::memcpy(bounds, c.changed_max, kept * sizeof(std::uint64_t));
+            std::fill(bounds + kept, bounds + tick_blocks(cap), std::uint64_t{0});
+        }
+        deallocate(c.data, old_cap * c.size,
+                   std::max<std::size_t>(column_alignment, c.info->alignment));
+        deallocate(c.added, old_cap * sizeof(std::uint64_t), column_alignment);
+        deallocate(c.changed, changed_words(old_cap) * sizeof(std::uint64_t), column_alignment);
+        deallocate(c.enabled, old_cap, column_alignment);
+        c.data = f.data;
+        c.added = f.added;
+        c.changed = f.changed;
+        c.changed_max = f.changed != nullptr ? f.changed + cap : nullptr;
+        c.enabled = f.enabled;
+    }
+    a.capacity = static_cast<std::uint32_t>(cap);
+}
+
+void Core::reserve_rows(Archetype& a, std::size_t n) {
+    if (a.size + n > a.capacity) grow(a, a.size + n);
+}
+
+void Core::reserve_records(std::size_t n) {
+    if (n <= free_count_) return;
+    const std::size_t need = record_count_ + (n - free_count_);
+    if (need > max_rows) {
+        throw Error(errc::limit_exceeded, "World::spawn: a world can't hold more than " +
+                                              std::to_string(max_rows) + " entities");
+    }
+    if (need > record_capacity_) {
+        const std::size_t cap = std::min<std::size_t>(
+            max_rows, std::max<std::size_t>({need, std::size_t{record_capacity_} * 2, 64}));
+        auto* fresh =
+            reinterpret_cast<EntityRecord*>(allocate(cap * sizeof(EntityRecord), column_alignment));
+        if (record_count_ > 0)
+            std::memcpy(fresh, record_data_, record_count_ * sizeof(EntityRecord));
+        deallocate(record_data_, std::size_t{record_capacity_} * sizeof(EntityRecord),
+                   column_alignment);
+        record_data_ = fresh;
+        record_capacity_ = static_cast<std::uint32_t>(cap);
+    }
+}
+
+void Core::reserve_spawn(Archetype& a, std::size_t n) {
+    reserve_rows(a, n);
+    reserve_records(n);
+}
+
+void Core::stamp_row_added(RowSlot slot) noexcept {
+    if (!slot.archetype->tracked) return;
+    for (Column& c : slot.archetype->columns) {
+        if (c.changed != nullptr) c.set_added(slot.row, tick_);
+    }
+}
+
+void Core::init_row(RowSlot slot) noexcept {
+    for (Column& c : slot.archetype->columns) {
+        if (c.enabled != nullptr) c.enabled[slot.row] = 1;
+    }
+    stamp_row_added(slot);
+}
+
+std::span<const Entity> Core::commit_spawn_many(Archetype& a, std::size_t n) noexcept {
+    const std::uint32_t first = a.size;
+    for (std::size_t i = 0; i < n; ++i) {
+        const auto row = static_cast<std::uint32_t>(first + i);
+        const std::uint32_t index = take_index();
+        EntityRecord& r = record_data_[index];
+        r.archetype = a.index;
+        r.row = row;
+        a.entities[row] = Entity{index, r.generation};
+    }
+    for (Column& c : a.columns) {
+        if (c.enabled != nullptr) std::fill_n(c.enabled + first, n, std::uint8_t{1});
+        if (c.changed != nullptr) {
+            std::fill_n(c.added + first, n, tick_);
+            std::fill_n(c.changed + first, n, tick_);
+            c.raise_blocks(first, first + n, tick_);
+        }
+    }
+    a.size += static_cast<std::uint32_t>(n);
+    alive_ += n;
+    return {a.entities + first, n};
+}
+
+Entity Core::spawn_empty() {
+    return commit_spawn(prepare_spawn(*archetypes_[empty_archetype]));
+}
+
+void Core::destroy_rows(Archetype& a, std::uint32_t first, std::size_t n) noexcept {
+    for (Column& c : a.columns) {
+        if (c.destroy != nullptr) c.destroy(c.data + std::size_t{first} * c.size, n);
+    }
+}
+
+// Moves the last row of `a` into `row`, whose values are already gone (destroyed or moved out).
+inline void Core::free_row(Archetype& a, std::uint32_t row) noexcept {
+    const std::uint32_t last = a.size - 1;
+    if (row != last) {
+        if (a.tracked || a.enableable) {
+            for (const Column& c : a.columns) move_row(c, last, c, row);
+        } else {
+            for (const Column& c : a.columns) {
+                move_value(c, c.data + std::size_t{row} * c.size,
+                           c.data + std::size_t{last} * c.size);
+            }
+        }
+        const Entity moved = a.entities[last];
+        a.entities[row] = moved;
+        record_data_[moved.index].row = row;
+    }
+    --a.size;
+    ++a.freed;
+}
+
+bool Core::despawn(Entity e) noexcept {
+    if (record(e) == nullptr) return false;
+    EntityRecord& r = record_data_[e.index];
+    if (r.archetype != pending_archetype) {
+        Archetype& a = *archetypes_[r.archetype];
+        destroy_rows(a, r.row, 1);
+        free_row(a, r.row);
+    }
+    r.archetype = dead_archetype;
+    // Generations wrap to 1; 0xFFFFFFFF is never used (it marks command-buffer placeholders).
+    r.generation = r.generation + 1 >= 0xFFFFFFFFu ? 1 : r.generation + 1;
+    r.row = free_head_;
+    free_head_ = e.index;
+    ++free_count_;
+    --alive_;
+    return true;
+}
+
+RowSlot Core::move_entity(Entity e, const EntityRecord& rec, Archetype& to) noexcept {
+    Archetype& from = *archetypes_[rec.archetype];
+    const std::uint32_t src = rec.row;
+    const std::uint32_t dst = to.size;
+    const bool plain = !(from.tracked || from.enableable || to.tracked || to.enableable);
+    for (const Column& c : from.columns) {
+        std::byte* target = column_data(c.id, to.index);
+        if (target != nullptr && plain) {
+            move_value(c, target + std::size_t{dst} * c.size, c.data + std::size_t{src} * c.size);
+        } else if (target != nullptr) {
+            Column& into = to.columns[static_cast<std::uint32_t>(to.slot(c.id))];
+            if (into.stamped != 0 && c.changed != nullptr && c.changed_at(src) < into.stamped) {
+                settle(into, to.size);  // else the row would look changed at the stamp
+            }
+            move_row(c, src, into, dst);
+        } else if (c.destroy != nullptr) {
+            c.destroy(c.data + std::size_t{src} * c.size, 1);
+        }
+    }
+    if (to.enableable) {
+        // Components new to the row start enabled; their values are the caller's to construct.
+        for (Column& c : to.columns) {
+            if (c.enabled != nullptr && !from.contains(c.id)) c.enabled[dst] = 1;
+        }
+    }
+    to.entities[dst] = e;
+    ++to.size;
+    if (from.index != pending_archetype) free_row(from, src);
+    EntityRecord& r = record_data_[e.index];
+    r.archetype = to.index;
+    r.row = dst;
+    return {&to, dst};
+}
+
+RowSlot Core::prepare_add(Entity e, std::span<const ComponentId> ids, bool* existed,
+                          const char* op) {
+    const EntityRecord* r = record(e);
+    if (r == nullptr) throw_not_alive(op, e, ids[0]);
+    Archetype& from = *archetypes_[r->archetype];
+    bool all = true;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        existed[i] = from.contains(ids[i]);
+        all = all && existed[i];
+    }
+    if (all) return {&from, r->row};
+    Archetype* to = nullptr;
+    if (ids.size() == 1) {
+        to = &add_edge(from, ids[0]);
+    } else {
+        for (ComponentId id : ids) ensure_component(id);
+        to = &archetype_for(merged_set(from, ids, true, mr_));
+    }
+    reserve_rows(*to, 1);
+    return move_entity(e, *r, *to);
+}
+
+bool Core::remove(Entity e, std::span<const ComponentId> ids, const char* op) {
+    const EntityRecord* r = record(e);
+    if (r == nullptr) throw_not_alive(op, e, ids[0]);
+    Archetype& from = *archetypes_[r->archetype];
+    if (std::none_of(ids.begin(), ids.end(), [&](ComponentId id) { return from.contains(id); })) {
+        return false;
+    }
+    Archetype& to = removal_target(from, ids);
+    reserve_rows(to, 1);
+    move_entity(e, *r, to);
+    return true;
+}
+
+Archetype& Core::removal_target(Archetype& from, std::span<const ComponentId> ids) {
+    return ids.size() == 1 ? remove_edge(from, ids[0])
+                           : archetype_for(merged_set(from, ids, false, mr_));
+}
+
+[[noreturn]] void throw_missing(const char* op, Entity e, ComponentId id);
+
+std::uint8_t& Core::enable_flag(Entity e, ComponentId id, const char* op) const {
+    const ComponentInfo& ci = component_info(id);
+    if (!ci.enableable || ci.is_tag()) {
+        throw Error(errc::not_enableable,
+                    std::string(op) + "<" + std::string(ci.name) + ">: " + std::string(ci.name) +
+                        (ci.is_tag() ? " is a tag; tags can't be enableable"
+                                     : " is not enableable (specialise "
+                                       "tessera::component_traits with enableable = true)"));
+    }
+    const EntityRecord* r = record(e);
+    if (r == nullptr) throw_not_alive(op, e, id);
+    const Archetype& a = *archetypes_[r->archetype];
+    const std::int32_t c = a.slot(id);
+    if (c < 0) throw_missing(op, e, id);
+    return a.columns[static_cast<std::uint32_t>(c)].enabled[r->row];
+}
+
+void Core::release_pending(IndexMark mark, std::span<const Entity> spawned) noexcept {
+    for (auto e = spawned.rbegin(); e != spawned.rend(); ++e) {
+        EntityRecord& r = record_data_[e->index];
+        TESSERA_ASSERT(r.archetype == pending_archetype && r.generation == e->generation,
+                       "release_pending: not a pending entity");
+        if (e->index >= mark.record_count) {
+            TESSERA_ASSERT(e->index + 1 == record_count_, "release_pending: not the newest index");
+            record_count_ = e->index;  // taken past the end: the next spawn takes it again
+        } else {
+            r.archetype = dead_archetype;  // taken from the free list: back at its head
+            r.row = free_head_;
+            free_head_ = e->index;
+            ++free_count_;
+        }
+        --alive_;
+    }
+}
+
+Entity Core::spawn_pending() {
+    reserve_records(1);
+    const std::uint32_t index = take_index();
+    EntityRecord& r = record_data_[index];
+    r.archetype = pending_archetype;
+    r.row = 0;
+    ++alive_;
+    return Entity{index, r.generation};
+}
+
+void Core::set_hooks(bool on, bool all, std::span<const std::uint8_t> by_id) noexcept {
+    hooked_ = on;
+    hook_all_ = all;
+    for (std::size_t i = 0; i < components_.size(); ++i) {
+        components_[i].hooked =
+            all || components_[i].reserved || (i < by_id.size() && by_id[i] != 0);
+    }
+    for (Archetype* a : archetypes_) {
+        a->hooked = all || std::any_of(a->ids.begin(), a->ids.end(), [this](ComponentId id) {
+                        return components_[id.value].hooked;
+                    });
+    }
+}
+
+void Core::reserve_component(ComponentId id) noexcept {
+    components_[id.value].reserved = true;
+    components_[id.value].hooked = true;
+    hooked_ = true;
+    for (Archetype* a : archetypes_) {
+        if (a->contains(id)) a->hooked = true;
+    }
+}
+
+void Core::reserve_permanent(std::uint32_t index) {
+    if (index / 64 >= permanent_.size()) {
+        permanent_.resize(std::max<std::size_t>(index / 64 + 1, permanent_.size() * 2), 0);
+    }
+}
+
+std::vector<Entity> Core::entities() const {
+    std::vector<Entity> out;
+    out.reserve(alive_);
+    for (const Archetype* a : archetypes_)
+        out.insert(out.end(), a->entities, a->entities + a->size);
+    return out;
+}
+
+}  // namespace tessera::detail
