@@ -33,6 +33,7 @@ Entity CommandBuffer::resolved(Entity placeholder) const {
 
 std::size_t CommandBuffer::apply(World& world, on_dead policy) {
     detail::Storage& s = world.storage();
+    const detail::EntryCheck entry(s);
     if (s.deferring()) {
         throw Error(errc::invalid_argument,
                     "CommandBuffer::apply: the world is iterating; apply the buffer after the "

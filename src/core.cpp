@@ -222,7 +222,7 @@ Archetype& Core::create_archetype(std::span<const ComponentId> ids) {
     a->hooked = a->hooked || hook_all_;
     for (ComponentId id : ids) {  // the columns are in place: their addresses stay
         WorldComponent& wc = components_[id.value];
-        std::fill(wc.columns + wc.column_count, wc.columns + index + 1, nullptr);
+        std::fill(wc.columns + wc.column_count, wc.columns + index + 1, &no_column);
         wc.column_count = index + 1;
         const std::int32_t c = a->slot(id);
         if (c >= 0) wc.columns[index] = &a->columns[static_cast<std::uint32_t>(c)];

@@ -539,6 +539,7 @@ const StringTable& World::strings() const {
 }
 
 void World::add(Entity e, ComponentId id) {
+    const detail::EntryCheck entry(*storage_);
     constexpr const char* op = "World::add";
     const ComponentInfo& info = detail::known_info(id, op);
     detail::Storage& s = *storage_;
@@ -582,6 +583,7 @@ void World::add(Entity e, ComponentId id) {
 }
 
 bool World::remove(Entity e, ComponentId id) {
+    const detail::EntryCheck entry(*storage_);
     detail::known_info(id, "World::remove");
     detail::Storage& s = *storage_;
     if (s.deferring()) return remove_deferred(e, {&id, 1});

@@ -189,6 +189,7 @@ std::size_t relation_clear(Storage& s, const RelationType& type, Entity e, Commi
 // ------------------------------------------------------------- the deferring entry points
 
 void relate(Storage& s, const RelationType& type, Entity e, Entity target, std::byte* value) {
+    const EntryCheck entry(s);
     if (!s.deferring()) return relation_add(s, type, e, target, value, {});
     constexpr const char* op = "World::relate";
     check_not_parallel(s, op);
@@ -225,11 +226,13 @@ bool queue_unrelate(Storage& s, const RelationType& type, Entity e, Entity targe
 }  // namespace
 
 bool unrelate(Storage& s, const RelationType& type, Entity e, Entity target) {
+    const EntryCheck entry(s);
     if (!s.deferring()) return relation_remove(s, type, e, target, {});
     return queue_unrelate(s, type, e, target, false);
 }
 
 std::size_t unrelate_all(Storage& s, const RelationType& type, Entity e) {
+    const EntryCheck entry(s);
     if (!s.deferring()) return relation_clear(s, type, e, {});
     const EntityList* list = targets_of(s, type.targets, e);
     const std::size_t n = list == nullptr ? 0 : list->size();

@@ -69,6 +69,7 @@ std::pmr::memory_resource* World::memory_resource() const noexcept {
 }
 
 Entity World::spawn() {
+    const detail::EntryCheck entry(*storage_);
     if (storage_->deferring()) [[unlikely]]
         return spawn_deferred();
     const Entity e = storage_->spawn_empty();
@@ -117,6 +118,7 @@ Entity World::spawn_deferred(std::uint16_t components) {
 }
 
 bool World::despawn(Entity e) {
+    const detail::EntryCheck entry(*storage_);
     detail::Storage& s = *storage_;
     detail::check_despawnable(s, "World::despawn", e);
     if (s.deferring()) [[unlikely]] {

@@ -5,11 +5,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -377,3 +379,76 @@ TEST_F(WorldErrors, ErrorIsARuntimeErrorWithACode) {
 }
 
 }  // namespace
+
+// ---- one structural change at a time (issue: two threads on one world went undetected) ----
+
+#if TESSERA_ASSERTIONS
+namespace {
+namespace ts = tessera;
+
+struct EntryHp {
+    int hp = 0;
+};
+struct EntryPos {
+    float x = 0;
+};
+
+/// Thread `t` spawns an EntryHp whose on_add observer holds it inside the structural call
+/// until released; meanwhile the calling thread runs `second` on the same world.
+template <class Second>
+void while_another_thread_is_inside(Second&& second) {
+    ts::World w;
+    std::atomic<bool> inside{false};
+    std::atomic<bool> release{false};
+    ts::Observer hold = w.on_add<EntryHp>([&](ts::World&, ts::Entity) {
+        inside = true;
+        while (!release) std::this_thread::yield();
+    });
+    std::thread t([&] { (void)w.spawn(EntryHp{1}); });
+    while (!inside) std::this_thread::yield();
+    second(w);
+    release = true;
+    t.join();
+}
+}  // namespace
+
+TEST(WorldEntryDeathTest, AStructuralCallWhileAnotherThreadIsInsideOneIsReported) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_DEATH(while_another_thread_is_inside([](ts::World& w) { (void)w.spawn(EntryPos{}); }),
+                 "two threads made structural changes to one world at once");
+    EXPECT_DEATH(while_another_thread_is_inside([](ts::World& w) {
+                     const ts::Entity e = w.spawn();  // refused before it is made
+                     (void)e;
+                 }),
+                 "two threads made structural changes");
+    EXPECT_DEATH(while_another_thread_is_inside([](ts::World& w) {
+                     ts::CommandBuffer cb;
+                     (void)cb.spawn(EntryPos{});
+                     cb.apply(w);
+                 }),
+                 "two threads made structural changes");
+}
+
+TEST(WorldEntry, ReadsFromAnotherThreadAndOtherWorldsPass) {
+    // Reads are not structural calls, and a second world is a different world.
+    while_another_thread_is_inside([](ts::World& w) {
+        EXPECT_EQ(w.count(), 1u);
+        ts::World other;
+        (void)other.spawn(EntryPos{2});
+        EXPECT_EQ(other.count(), 1u);
+    });
+}
+
+TEST(WorldEntry, NestedCallsFromTheSameThreadPass) {
+    ts::World w;
+    ts::Observer chain = w.on_add<EntryHp>([](ts::World& world, ts::Entity e) {
+        world.add(e, EntryPos{3});  // inside the spawn's structural call, same thread
+    });
+    const ts::Entity e = w.spawn(EntryHp{1});
+    EXPECT_TRUE(w.has<EntryPos>(e));
+    // The check is released when the call ends: another thread may change the world now.
+    std::thread t([&] { w.despawn(e); });
+    t.join();
+    EXPECT_FALSE(w.is_alive(e));
+}
+#endif

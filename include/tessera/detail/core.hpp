@@ -39,15 +39,19 @@ inline constexpr std::uint32_t pending_archetype = 2;  ///< spawned while deferr
 inline constexpr std::uint32_t first_user_archetype = 3;
 inline constexpr std::uint32_t no_index = 0xFFFFFFFFu;
 
+/// The column `WorldComponent::columns` gives for an archetype without the component.
+inline constexpr Column no_column{};
+
 /// Per world, per component: what this world knows of the type.
 struct WorldComponent {
     const ComponentInfo* info = nullptr;  ///< null until the world first sees the type
     bool tracked = false;                 ///< tick arrays exist for this type
     bool hooked = false;                  ///< changes of this type go through the world's hooks
     bool reserved = false;  ///< kept by a layer above (a relation's): plain add/remove refuse it
-    /// Archetype index -> this component's column there (null when absent or a tag; entries
-    /// past `column_count` too). The typed read path: entity record -> archetype index -> this
-    /// array -> the column, whose `data` is the one place its base pointer lives.
+    /// Archetype index -> this component's column there, or `no_column` (whose data is null)
+    /// when absent or a tag; entries past `column_count` are neither. The typed read path:
+    /// entity record -> archetype index -> this array -> the column, whose `data` is the one
+    /// place its base pointer lives.
     const Column** columns = nullptr;
     std::uint32_t column_count = 0;
     std::uint32_t column_capacity = 0;
@@ -139,8 +143,7 @@ public:
     [[nodiscard]] std::byte* column_data(ComponentId id, std::uint32_t archetype) const noexcept {
         if (id.value >= components_.size()) return nullptr;
         const WorldComponent& c = components_[id.value];
-        const Column* col = archetype < c.column_count ? c.columns[archetype] : nullptr;
-        return col != nullptr ? col->data : nullptr;
+        return archetype < c.column_count ? c.columns[archetype]->data : nullptr;
     }
     /// Where `e`'s non-tag `id` is; `archetype` null when dead or absent (or a tag).
     [[nodiscard]] Location locate(Entity e, ComponentId id) const noexcept {

@@ -11,6 +11,7 @@
 #include <tessera/detail/entity_list.hpp>
 #include <tessera/detail/hooks.hpp>
 
+#include <atomic>
 #include <memory>
 #include <memory_resource>
 #include <span>
@@ -121,6 +122,21 @@ public:
         return static_cast<const StringTable*>(strings_.object);
     }
 
+    // ---- one structural change at a time (checked while assertions are on: EntryCheck) ----
+    /// Marks the calling thread as inside a structural call; false when it already was (a
+    /// nested call: observers, flushes). Asserts when another thread is inside one.
+    bool enter() noexcept {
+        const void* me = thread_token();
+        const void* inside = nullptr;
+        if (entered_.compare_exchange_strong(inside, me, std::memory_order_acquire)) return true;
+        TESSERA_ASSERT(inside == me,
+                       "two threads made structural changes to one world at once: spawn, add, "
+                       "remove, despawn, relate and CommandBuffer::apply on a world must come "
+                       "from one thread at a time (record them in CommandBuffers instead)");
+        return false;
+    }
+    void leave() noexcept { entered_.store(nullptr, std::memory_order_release); }
+
     /// The world that owns this storage (observer callbacks receive it).
     [[nodiscard]] World& owner() const noexcept { return *owner_; }
     void set_owner(World* w) noexcept { owner_ = w; }
@@ -134,6 +150,10 @@ public:
 
 private:
     [[noreturn]] static void throw_relation_component(ComponentId id, const char* op);
+    static const void* thread_token() noexcept {
+        thread_local const char token = 0;
+        return &token;
+    }
     void make_strings();
     void refresh_hooked() noexcept { set_hooked(observers_any_ || relations_.object != nullptr); }
 
@@ -144,8 +164,32 @@ private:
     Attachment relations_;
     Attachment strings_;
     World* owner_ = nullptr;
+    std::atomic<const void*> entered_{nullptr};  ///< the thread inside a structural call
     std::uint32_t defer_depth_ = 0;
     bool observers_any_ = false;  ///< the registry has a subscription
+};
+
+/// Checks, while assertions are on (TESSERA_ASSERTIONS), that no other thread is making a
+/// structural change to the world while this one does: an entry point of every structural call
+/// holds one. Calls refused anyway inside `par_each` (which reports them with an Error) and
+/// nested calls from the same thread pass. Costs nothing when assertions are off.
+class EntryCheck {
+public:
+#if TESSERA_ASSERTIONS
+    explicit EntryCheck(Storage& s) noexcept : s_(!s.parallel() && s.enter() ? &s : nullptr) {}
+    ~EntryCheck() {
+        if (s_ != nullptr) s_->leave();
+    }
+
+private:
+    Storage* s_;
+
+public:
+#else
+    explicit EntryCheck(Storage&) noexcept {}
+#endif
+    EntryCheck(const EntryCheck&) = delete;
+    EntryCheck& operator=(const EntryCheck&) = delete;
 };
 
 /// Puts `built` (a complete state made with `target`'s memory resource) in place of `target`'s

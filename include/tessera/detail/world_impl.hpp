@@ -102,6 +102,7 @@ requires(sizeof...(Ts) > 0) Entity World::spawn(Ts&&... components) {
     if constexpr (!detail::nothrow_forward_v<Ts...>) {
         return spawn(std::remove_cvref_t<Ts>(std::forward<Ts>(components))...);
     } else {
+        const detail::EntryCheck entry(*storage_);
         if (storage_->deferring()) [[unlikely]] {
             detail::QueueGuard guard(*storage_);  // a failure takes back the entity and its place
             const Entity e = spawn_deferred(sizeof...(Ts));
@@ -240,6 +241,7 @@ std::span<const Entity> World::spawn_many(std::size_t n, Init&& init) {
     using Args = detail::callable_args_t<Init>;
     detail::check_spawn_many_init(static_cast<Args*>(nullptr));
     detail::Storage& s = *storage_;
+    const detail::EntryCheck entry(s);
     if (s.deferring()) [[unlikely]]
         return detail::spawn_many_deferred(*this, s, n, init, static_cast<Args*>(nullptr));
     return detail::spawn_many_now(s, n, init, static_cast<Args*>(nullptr));
@@ -267,6 +269,7 @@ requires(sizeof...(Ts) > 0) void World::add(Entity e, Ts&&... components) {
     if constexpr (!detail::nothrow_forward_v<Ts...>) {
         add(e, std::remove_cvref_t<Ts>(std::forward<Ts>(components))...);
     } else {
+        const detail::EntryCheck entry(*storage_);
         if (storage_->deferring()) [[unlikely]] {
             if (!is_alive(e)) {
                 detail::throw_not_alive(
@@ -366,6 +369,7 @@ void World::add(Entity e) {
 
 template <class... Ts>
 requires(sizeof...(Ts) > 0) bool World::remove(Entity e) {
+    const detail::EntryCheck entry(*storage_);
     if (storage_->deferring() || storage_->hooked()) [[unlikely]] {
         const ComponentId ids[] = {component_id<Ts>()...};
         if (storage_->deferring()) return remove_deferred(e, ids);
