@@ -356,11 +356,18 @@ void Storage::mark_relation(ComponentId data, ComponentId targets) noexcept {
     }
 }
 
+bool Storage::relation_only(ComponentId id) noexcept {
+    return id == component_id<ChildOf>() ||
+           (id.value < component_id_count() && component_info(id).relation != nullptr);
+}
+
 void Storage::throw_relation_component(ComponentId id, const char* op) {
     const std::string name(component_info(id).name);
-    throw Error(errc::invalid_argument, std::string(op) + '<' + name + ">: " + name +
-                                            " belongs to a relation in this world: use "
-                                            "relate/unrelate");
+    throw Error(errc::invalid_argument,
+                std::string(op) + '<' + name + ">: " + name +
+                    (relation_only(id) ? " belongs to a relation"
+                                       : " belongs to a relation in this world") +
+                    ", which only relate/unrelate add and remove");
 }
 
 }  // namespace tessera::detail

@@ -482,15 +482,20 @@ public:
     /// path, where add, remove and spawn refuse them.
     void mark_relation(ComponentId data, ComponentId targets) noexcept;
     /// Throws invalid_argument (naming `op` and the type) when one of `ids` is a relation's
-    /// component: those are kept by relate/unrelate only.
+    /// component: those are kept by relate/unrelate only. That is `ChildOf` and every
+    /// `Targets<R>` in any world (`relation_only`), and the data of a relation used here.
     void check_plain(std::span<const ComponentId> ids, const char* op) const {
-        if (relations_ == nullptr) [[likely]]
-            return;
         for (const ComponentId id : ids) {
-            if (id.value < components_.size() && components_[id.value].relation) [[unlikely]]
+            const bool related = relations_ != nullptr && id.value < components_.size() &&
+                                 components_[id.value].relation;
+            if (related || relation_only(id)) [[unlikely]]
                 throw_relation_component(id, op);
         }
     }
+    /// Whether `id` belongs to a relation in every world, whatever it has seen: the built-in
+    /// `ChildOf` and every `Targets<R>`. (Another relation's data `R` is one in a world once
+    /// related there; before that it may be a plain component, and then never a relation.)
+    [[nodiscard]] static bool relation_only(ComponentId id) noexcept;
     /// The world that owns this storage (observer callbacks receive it).
     [[nodiscard]] World& owner() const noexcept { return *owner_; }
     void set_owner(World* w) noexcept { owner_ = w; }

@@ -6,6 +6,7 @@
 #include <tessera/detail/observe.hpp>
 #include <tessera/detail/operations.hpp>
 #include <tessera/detail/type_list.hpp>
+#include <tessera/fwd.hpp>
 
 #include <array>
 #include <new>
@@ -21,6 +22,16 @@ inline constexpr bool components_v = (Component<std::remove_cvref_t<Ts>> && ...)
 #define TESSERA_COMPONENT_REQUIREMENT                                                          \
     "tessera: a component type must be an object type that is nothrow move constructible and " \
     "nothrow destructible (mark its move constructor noexcept)"
+
+/// Whether `T` is a relation's own component in every world: `ChildOf`, or a `Targets<R>`.
+template <class T>
+concept relation_only = std::is_same_v<T, ChildOf> || requires {
+    T::tessera_relation();
+};
+/// Whether one of `Ts` is: typed adds and removes of them are refused at run time
+/// (`check_plain`), even in a world whose fast path would not look.
+template <class... Ts>
+inline constexpr bool relation_only_v = (relation_only<std::remove_cvref_t<Ts>> || ...);
 
 /// Whether every `U` can be constructed from its argument without throwing; when not, the
 /// typed calls first materialise the values (copies may throw while nothing has changed).
@@ -278,6 +289,7 @@ requires(sizeof...(Ts) > 0) void World::add(Entity e, Ts&&... components) {
         }
         const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
         detail::Storage& s = *storage_;
+        if constexpr (detail::relation_only_v<Ts...>) s.check_plain(ids, "World::add");
         if (s.observes(ids)) [[unlikely]] {
             add_observed(e, ids, std::forward<Ts>(components)...);
             return;
@@ -365,6 +377,10 @@ void World::add(Entity e) {
 
 template <class... Ts>
 requires(sizeof...(Ts) > 0) bool World::remove(Entity e) {
+    if constexpr (detail::relation_only_v<Ts...>) {
+        const ComponentId ids[] = {component_id<Ts>()...};
+        storage_->check_plain(ids, "World::remove");
+    }
     if (storage_->deferring() || storage_->observed()) [[unlikely]] {
         const ComponentId ids[] = {component_id<Ts>()...};
         if (storage_->deferring()) return remove_deferred(e, ids);
