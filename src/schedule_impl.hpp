@@ -89,6 +89,11 @@ struct Schedule::Impl {
     std::size_t skipped = 0;
     std::chrono::nanoseconds threshold = detail::default_threshold;
     bool profiling = false;
+    std::size_t workers = 0;                 ///< Schedule(workers); 0: oneTBB's default arena
+    std::unique_ptr<tbb::task_arena> arena;  ///< for workers > 1, made on the first run
+
+    /// The schedule's own arena (workers > 1; made on first use), else null.
+    tbb::task_arena* own_arena();
 
     SystemEntry* find(std::string_view name) const noexcept {
         for (const auto& s : systems) {

@@ -1229,6 +1229,84 @@ TEST(ScheduleParallel, ExclusiveSystemsRunOnTheCallingThreadBetweenTheOthers) {
     EXPECT_EQ(healths, 1030u);
 }
 
+// issue 20, item 8: running single-threaded needed a tbb::task_arena of the program's own.
+TEST(ScheduleWorkers, OneWorkerRunsEverySystemAndItsParEachOnTheCallingThread) {
+    ts::World world;
+    for (int i = 0; i < 20000; ++i) world.spawn(Position{}, Velocity{1, 0}, Health{});
+    ts::Schedule s(1);
+    EXPECT_EQ(s.workers(), 1u);
+    s.set_parallel_threshold(std::chrono::nanoseconds(0));  // parallel, were there workers
+    std::mutex m;
+    std::set<std::thread::id> threads;
+    auto note = [&] {
+        std::lock_guard lock(m);
+        threads.insert(std::this_thread::get_id());
+    };
+    s.add("a", [&](ts::View<Position&, const Velocity&> v) {
+        note();
+        v.par_each([&](Position& p, const Velocity& vel) {
+            p.x += vel.dx;
+            note();
+        });
+    });
+    s.add("b", [&](ts::View<Health&> v) {
+        note();
+        v.par_each([&](Health& h) {
+            ++h.hp;
+            note();
+        });
+    });
+    s.add("c", [&](ts::View<const Velocity&>) { note(); });
+    s.add("d", [&](ts::World& w) {
+        note();
+        w.query<Position&>().par_each([&](Position&) { note(); });
+    });
+    s.add("manual", [&](ts::View<Health&> v) {
+         v.par_each([&](Health&) { note(); });
+     }).phase(ts::Phase::manual);
+    for (int frame = 0; frame < 5; ++frame) s.run(world);
+    s.run_system("manual", world);
+    EXPECT_EQ(threads, (std::set<std::thread::id>{std::this_thread::get_id()}));
+    world.each([](const Position& p, const Health& h) {
+        EXPECT_EQ(p.x, 5.0f);
+        EXPECT_EQ(h.hp, 5);
+    });
+}
+
+TEST(ScheduleWorkers, AWorkerCountGivesTheScheduleItsOwnArenaAndTheSameWorld) {
+    auto frame_result = [](ts::Schedule s) {
+        ts::World world;
+        for (int i = 0; i < 2000; ++i) world.spawn(Position{float(i)}, Velocity{1, 0});
+        int concurrency = 0;
+        s.set_parallel_threshold(std::chrono::nanoseconds(0));
+        s.add("move", [](ts::View<Position&, const Velocity&> v) {
+            v.par_each([](Position& p, const Velocity& vel) { p.x += vel.dx; });
+        });
+        s.add("spawn", [](ts::Commands c, ts::View<const Velocity&>) { c.spawn(Health{7}); });
+        s.add("arena",
+              [&](ts::World&) {  // exclusive: on the calling thread, in the arena
+                  concurrency = tbb::this_task_arena::max_concurrency();
+              })
+            .after("move")
+            .after("spawn");
+        for (int frame = 0; frame < 3; ++frame) s.run(world);
+        float sum = 0;
+        world.each([&](const Position& p) { sum += p.x; });
+        return std::make_pair(concurrency, sum + float(world.count()));
+    };
+    const auto one = frame_result(ts::Schedule(1));
+    const auto two = frame_result(ts::Schedule(2));
+    const auto three = frame_result(ts::Schedule::strict(3));
+    const auto dflt = frame_result(ts::Schedule());
+    EXPECT_EQ(two.first, 2);
+    EXPECT_EQ(three.first, 3);
+    EXPECT_EQ(one.second, two.second);
+    EXPECT_EQ(one.second, three.second);
+    EXPECT_EQ(one.second, dflt.second);
+    EXPECT_EQ(ts::Schedule().workers(), 0u);
+    EXPECT_EQ(ts::Schedule::strict(4).workers(), 4u);
+}
+
 TEST(SchedulePhase, NamesAreTheEnumeratorsAsWritten) {
     EXPECT_STREQ(ts::phase_name(ts::Phase::start), "start");
     EXPECT_STREQ(ts::phase_name(ts::Phase::pre_update), "pre_update");

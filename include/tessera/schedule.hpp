@@ -127,7 +127,15 @@ private:
 /// systems' cached queries for the last world it ran on). Not thread-safe: one `run` at a time.
 class Schedule {
 public:
+    /// A schedule on oneTBB's default arena (as many workers as oneTBB gives it).
     Schedule();
+    /// A schedule that runs on `workers` threads, so the program needs no `tbb::task_arena`:
+    /// 1 runs every system, and the `par_each` loops inside them, on the thread that calls
+    /// `run`, with no task arena and no oneTBB worker thread; n > 1 runs on a `tbb::task_arena`
+    /// of n the schedule owns (made on its first run); 0 is the default constructor's
+    /// behaviour. `run(world, arena)` uses the arena it is given instead. The result is the
+    /// same world on any number of workers. @throws Error(invalid_argument) past INT_MAX.
+    explicit Schedule(std::size_t workers);
     ~Schedule();
     /// Takes over the other schedule's systems and their state; the moved-from schedule may
     /// then only be destroyed or assigned to.
@@ -138,8 +146,11 @@ public:
     Schedule& operator=(const Schedule&) = delete;
 
     /// A schedule in which two conflicting systems with no `before`/`after` path between them
-    /// and the same `order` are an `ambiguous_order` build error.
-    static Schedule strict();
+    /// and the same `order` are an `ambiguous_order` build error; `workers` as in
+    /// `Schedule(workers)`.
+    static Schedule strict(std::size_t workers = 0);
+    /// The worker count it was made with (0: oneTBB's default arena).
+    [[nodiscard]] std::size_t workers() const noexcept;
 
     /// Adds a function system (a lambda, function or function object) named `name`; its
     /// access is deduced from its parameter types (system.hpp). @throws Error(invalid_argument)
@@ -162,10 +173,11 @@ public:
     /// `world.update_events()`. Uses oneTBB's default arena; `dt` is passed to `float`
     /// parameters. @throws Error (build errors, missing_resource, system_failed)
     void run(World& world, float dt = 0.0f);
-    /// `run` on the engine's arena: its concurrency is the number of workers (1 runs every
-    /// system inline on the calling thread).
+    /// `run` on the engine's arena, whatever the schedule's worker count: the arena's
+    /// concurrency is the number of workers (1 runs every system inline on the calling thread).
     void run(World& world, tbb::task_arena& arena, float dt = 0.0f);
-    /// Runs one system now (any phase, `manual` included), alone, with its sync point.
+    /// Runs one system now (any phase, `manual` included), alone, with its sync point, on the
+    /// calling thread (its `par_each` loops on the schedule's workers).
     /// @throws Error(unknown_system), Error(system_failed)
     void run_system(std::string_view name, World& world, float dt = 0.0f);
 

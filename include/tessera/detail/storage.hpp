@@ -358,6 +358,9 @@ public:
     /// Whether a `par_each` is running (structural calls are refused then).
     [[nodiscard]] bool parallel() const noexcept { return parallel_; }
     void set_parallel(bool on) noexcept { parallel_ = on; }
+    /// Whether `par_each` runs its rows on the calling thread (a one-worker schedule's run).
+    [[nodiscard]] bool serial() const noexcept { return serial_; }
+    void set_serial(bool on) noexcept { serial_ = on; }
     void begin_defer() noexcept { ++defer_depth_; }
     /// Leaves one level; true when that was the outermost and commands are queued (the
     /// operation layer then applies them: `detail::end_defer`).
@@ -580,6 +583,7 @@ private:
     bool observe_all_ = false;
     std::uint32_t defer_depth_ = 0;
     bool parallel_ = false;
+    bool serial_ = false;
     std::uint32_t free_head_ = no_index;
     std::size_t free_count_ = 0;
     std::size_t alive_ = 0;
