@@ -141,12 +141,14 @@ void Schedule::run_system(std::string_view name, World& world, float dt) {
         error = std::current_exception();
     }
     storage.set_tick(tick + 1);
-    impl_->sync(s, world, !error);
-    if (!error) {
-        s.last_tick = tick;
-        return;
+    const std::exception_ptr sync_error = impl_->sync(s, world, !error);
+    if (!error) s.last_tick = tick;
+    if (error) throw_system_failed("Schedule::run_system: system '" + s.name + "' failed", error);
+    if (sync_error) {
+        throw_system_failed(
+            "Schedule::run_system: applying the commands of system '" + s.name + "' failed",
+            sync_error);
     }
-    throw_system_failed("Schedule::run_system: system '" + s.name + "' failed", error);
 }
 
 void Schedule::enable(std::string_view name, bool on) {

@@ -118,7 +118,9 @@ struct Schedule::Impl {
                       tbb::task_arena* arena);
     void run_segment(PhaseGraph& g, PhaseRun& r, World& w, float dt, int workers,
                      tbb::task_arena* arena, std::uint32_t first, std::uint32_t last);
-    void sync(SystemEntry& s, World& w, bool ok);
+    /// The sync point of one system: applies its commands and events (`ok`) or drops them.
+    /// Returns what applying them threw (the rest of them dropped), or null.
+    std::exception_ptr sync(SystemEntry& s, World& w, bool ok) noexcept;
     void run(World& w, int workers, tbb::task_arena* arena, float dt);
 };
 

@@ -761,6 +761,71 @@ TEST(ScheduleFailure, NonStdExceptionsAreWrappedToo) {
     EXPECT_EQ(nested, 42);
 }
 
+// issue 20, item 4: an observer that threw while a system's commands were applied escaped
+// Schedule::run as the raw exception, the other systems' commands unapplied.
+TEST(ScheduleFailure, AThrowingObserverAtTheSyncPointIsSystemFailedNamingTheSystem) {
+    for (const int workers : {1, 2}) {
+        ts::World world;
+        bool refuse = true;
+        ts::Observer o = world.on_add<Health>([&](ts::World&, ts::Entity, Health& h) {
+            if (refuse && h.hp == 3) throw std::runtime_error("observer refuses hp 3");
+        });
+        std::vector<std::string> ran;
+        ts::Schedule s;
+        s.set_parallel_threshold(std::chrono::nanoseconds(0));
+        s.add("first", [](ts::Commands c) { c.spawn(Health{1}); });
+        s.add("spawner", [](ts::Commands c) {
+            c.spawn(Health{2});
+            c.spawn(Health{3});  // its observer throws: the spawn stands
+            c.spawn(Health{4});  // dropped with the rest of the system's commands
+        });
+        s.add("last", [](ts::Commands c) { c.spawn(Health{5}); });
+        s.add("post", [&] { ran.push_back("post"); }).phase(ts::Phase::post_update);
+        tbb::task_arena arena(workers);
+        try {
+            s.run(world, arena);
+            ADD_FAILURE() << "expected system_failed";
+        } catch (const ts::Error& e) {
+            EXPECT_EQ(e.code(), ts::errc::system_failed);
+            EXPECT_TRUE(contains(e.what(), "'spawner'")) << e.what();
+            EXPECT_TRUE(contains(e.what(), "sync point")) << e.what();
+            EXPECT_TRUE(contains(e.what(), "observer refuses hp 3")) << e.what();
+            bool nested = false;
+            try {
+                std::rethrow_if_nested(e);
+            } catch (const std::runtime_error&) {
+                nested = true;
+            }
+            EXPECT_TRUE(nested);
+        }
+        // The phase settled: the other systems' commands were applied, later phases skipped.
+        std::multiset<int> hp;
+        world.each([&](const Health& h) { hp.insert(h.hp); });
+        EXPECT_EQ(hp, (std::multiset<int>{1, 2, 3, 5})) << workers;
+        EXPECT_TRUE(ran.empty());
+        // The world and the schedule stay usable; nothing stale is applied later.
+        refuse = false;
+        s.run(world, arena);
+        hp.clear();
+        world.each([&](const Health& h) { hp.insert(h.hp); });
+        EXPECT_EQ(hp, (std::multiset<int>{1, 1, 2, 2, 3, 3, 5, 4, 5})) << workers;
+        EXPECT_EQ(ran, (std::vector<std::string>{"post"}));
+    }
+}
+
+TEST(ScheduleFailure, RunSystemReportsAThrowingObserverAtItsSyncPoint) {
+    ts::World world;
+    ts::Observer o = world.on_add<Health>(
+        [](ts::World&, ts::Entity, Health&) { throw std::runtime_error("observer says no"); });
+    ts::Schedule s;
+    s.add("manual", [](ts::Commands c) { c.spawn(Health{1}); }).phase(ts::Phase::manual);
+    const ts::Error e = error_of([&] { s.run_system("manual", world); });
+    EXPECT_EQ(e.code(), ts::errc::system_failed);
+    EXPECT_TRUE(contains(e.what(), "'manual'")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "observer says no")) << e.what();
+    EXPECT_EQ(world.count(), 1u);  // the spawn stands
+}
+
 // ----------------------------------------------------------------------------- sync points
 
 TEST(ScheduleSync, CommandsApplyInRegistrationOrderWhateverTheRunOrder) {

@@ -28,7 +28,14 @@
 /// `missing_resource`, before any of its systems runs. An exception from a system becomes
 /// `system_failed` (naming the system, the original nested) thrown from `run` after the phase
 /// settles: the other systems' commands are applied, the failed system's are dropped, the
-/// systems after it in the phase's graph and every later phase are skipped that frame.
+/// systems after it in the phase's graph and every later phase are skipped that frame. An
+/// exception while a system's commands are applied at the sync point (an observer's, say) is
+/// `system_failed` naming that system too: what was applied before it stands, the rest of that
+/// system's commands and events are dropped, the other systems' are applied, and every later
+/// phase is skipped that frame. A system that threw is reported before a failed sync.
+///
+/// **Workers.** `Schedule(1)` runs everything on the calling thread (no task arena, no oneTBB
+/// thread); `Schedule(n)` on an arena of n it owns; `Schedule()` on oneTBB's default arena.
 #pragma once
 
 #include <tessera/system.hpp>
@@ -170,8 +177,10 @@ public:
     SystemConfig add(Args&&... args);
 
     /// Runs one frame: `start` (first time only), `pre_update`, `update`, `post_update`, then
-    /// `world.update_events()`. Uses oneTBB's default arena; `dt` is passed to `float`
-    /// parameters. @throws Error (build errors, missing_resource, system_failed)
+    /// `world.update_events()`. Runs on the schedule's workers (`Schedule(workers)`; by default
+    /// oneTBB's default arena); `dt` is passed to `float` parameters.
+    /// @throws Error (build errors, missing_resource, system_failed: a system threw, or an
+    /// observer or command threw while a system's commands were applied at a sync point)
     void run(World& world, float dt = 0.0f);
     /// `run` on the engine's arena, whatever the schedule's worker count: the arena's
     /// concurrency is the number of workers (1 runs every system inline on the calling thread).
