@@ -4,13 +4,15 @@
 #   make test      dev preset: configure, build, run every test
 #   make sanitize  asan preset (ASan + UBSan)      make tsan   tsan preset (ThreadSanitizer)
 #   make clang     clang preset (clang++ -Werror)  make demo   release build, run the arena demo
+#   make fuzz      fuzz preset (clang): libFuzzer on the binary and JSON loaders, FUZZ_SECONDS each
 #   make bench     release benchmarks -> build/release/bench/results*.json, docs/benchmarks.md
 #                  and docs/bench/*.svg (make bench-run: the same without configure + build)
 #   make format    clang-format -i on every .hpp/.cpp
 #   make docs      API reference (doxygen, docs/Doxyfile) -> build/docs/html/index.html
 #
 # Variables: JOBS (ctest parallelism, default 2), BENCH_FILTER (a --benchmark_filter regex),
-# BENCH_ARGS (more Google Benchmark flags), CTEST_ARGS (more ctest flags, e.g. -R World).
+# BENCH_ARGS (more Google Benchmark flags), CTEST_ARGS (more ctest flags, e.g. -R World),
+# FUZZ_SECONDS (how long make fuzz runs each target, default 60).
 
 SHELL := /bin/bash
 
@@ -18,6 +20,7 @@ JOBS ?= 2
 BENCH_FILTER ?=
 BENCH_ARGS ?=
 CTEST_ARGS ?=
+FUZZ_SECONDS ?= 60
 
 DEB_PACKAGES := cmake ninja-build g++ clang libgtest-dev libgmock-dev libbenchmark-dev \
                 libtbb-dev libglm-dev nlohmann-json3-dev python3 clang-format \
@@ -49,15 +52,19 @@ BENCH_DEB_PACKAGES := python3-matplotlib
 FORMAT_DIRS := include src tests bench examples tools
 
 .DEFAULT_GOAL := help
-.PHONY: help deps test sanitize tsan clang demo bench bench-run bench-deps format docs docs-deps
+.PHONY: help deps test sanitize tsan clang fuzz demo bench bench-run bench-deps format docs docs-deps
 
 help:
 	@echo "tessera make targets:"
 	@echo "  make demo       build (release preset) and run the arena demo (DEMO_ARGS=--render draws it)"
 	@echo "  make test       configure, build and run all tests (dev preset: -O2 -g, assertions on)"
 	@echo "  make sanitize   the tests under AddressSanitizer + UBSan (asan preset)"
-	@echo "  make tsan       the tests under ThreadSanitizer (tsan preset)"
+	@echo "  make tsan       the tests under ThreadSanitizer (tsan preset, build/tsan; the"
+	@echo "                  parallel paths run on plain threads there, see docs/threading.md)"
 	@echo "  make clang      the tests built with clang++ (clang preset)"
+	@echo "  make fuzz       libFuzzer (clang, ASan + UBSan) on the binary load and JSON from_json"
+	@echo "                  loaders, FUZZ_SECONDS=$(FUZZ_SECONDS) s each from tests/fuzz/corpus*;"
+	@echo "                  a finding is kept there as a regression input that make test replays"
 	@echo "  make bench      run the benchmarks, write $(BENCH_JSON), docs/benchmarks.md and"
 	@echo "                  docs/bench/*.svg (BENCH_FILTER=<regex> selects benchmarks in every"
 	@echo "                  run, BENCH_ARGS=... adds flags; make bench-run skips the build)"
@@ -66,7 +73,8 @@ help:
 	@echo "  make deps       install missing Debian packages (as root) or print the apt-get line"
 	@echo "  make browser-deps  chromium, chromium-driver and python3-selenium for the inspector's"
 	@echo "                  browser test (the test targets run it)"
-	@echo "Variables: JOBS=$(JOBS) (parallel tests), CTEST_ARGS=... (extra ctest flags)"
+	@echo "Variables: JOBS=$(JOBS) (parallel tests), CTEST_ARGS=... (extra ctest flags),"
+	@echo "           FUZZ_SECONDS=$(FUZZ_SECONDS) (make fuzz: seconds per target)"
 
 # A no-op when everything is installed (one dpkg query per package).
 deps:
@@ -104,6 +112,13 @@ tsan: deps browser-deps
 
 clang: deps browser-deps
 	$(call preset_test,clang)
+
+# The fuzz preset builds only the two libFuzzer targets (and the library copy they instrument);
+# its test preset runs the tests labelled fuzz (fuzz_load_60s, fuzz_json_60s), one at a time.
+fuzz: deps
+	cmake --preset fuzz -DTESSERA_FUZZ_SECONDS=$(FUZZ_SECONDS)
+	cmake --build --preset fuzz
+	ctest --preset fuzz -V $(CTEST_ARGS)
 
 demo: deps
 	cmake --preset release

@@ -475,6 +475,15 @@ void get_field(const World& w, Entity e, ComponentId id, FieldRef f, FieldWant w
 
 // ------------------------------------------------------------------------------- World
 
+namespace {
+[[noreturn]] void throw_relation_only(const char* op, ComponentId id) {
+    const std::string name(component_info(id).name);
+    throw Error(errc::invalid_argument, std::string(op) + "(" + name + "): " + name +
+                                            " belongs to a relation, which only relate/unrelate "
+                                            "add and remove");
+}
+}  // namespace
+
 ComponentId World::component(std::string_view name, std::initializer_list<FieldDef> schema) {
     return component(name, std::span<const FieldDef>(schema.begin(), schema.size()),
                      ComponentOptions{});
@@ -543,6 +552,7 @@ void World::add(Entity e, ComponentId id) {
     constexpr const char* op = "World::add";
     const ComponentInfo& info = detail::known_info(id, op);
     detail::Storage& s = *storage_;
+    s.check_plain({&id, 1}, op);  // before anything: a relation's component is never plain
     if (!info.constructible()) {
         throw Error(errc::invalid_argument, std::string(op) + "(" + std::string(info.name) +
                                                 "): the type is not default constructible; "
@@ -552,7 +562,6 @@ void World::add(Entity e, ComponentId id) {
     s.ensure_component(id);
     if (s.deferring()) {
         detail::check_not_parallel(s, op);
-        s.check_plain({&id, 1}, op);
         s.deferred().reserve(1);
         std::byte* slot = s.deferred().allocate_value(info);
         info.construct_value(slot);
@@ -586,6 +595,7 @@ bool World::remove(Entity e, ComponentId id) {
     const detail::EntryCheck entry(*storage_);
     detail::known_info(id, "World::remove");
     detail::Storage& s = *storage_;
+    s.check_plain({&id, 1}, "World::remove");  // refused whether or not `e` has it
     if (s.deferring()) return remove_deferred(e, {&id, 1});
     return detail::apply_remove(s, e, {&id, 1}, "World::remove");
 }
@@ -596,6 +606,9 @@ bool World::has(Entity e, ComponentId id) const noexcept {
 
 void CommandBuffer::add(Entity e, ComponentId id) {
     const ComponentInfo& info = detail::known_info(id, "CommandBuffer::add");
+    // ChildOf and Targets<R> are refused now; another relation's data when applied (only the
+    // world knows whether its type is a relation there).
+    if (detail::Storage::relation_only(id)) throw_relation_only("CommandBuffer::add", id);
     if (!info.constructible()) {
         throw Error(errc::invalid_argument, "CommandBuffer::add(" + std::string(info.name) +
                                                 "): the type is not default constructible");
@@ -609,6 +622,7 @@ void CommandBuffer::add(Entity e, ComponentId id) {
 
 void CommandBuffer::remove(Entity e, ComponentId id) {
     detail::known_info(id, "CommandBuffer::remove");
+    if (detail::Storage::relation_only(id)) throw_relation_only("CommandBuffer::remove", id);
     begin_record();
     queue_.reserve(1);
     queue_.push(detail::Command::Kind::remove, e, id, 1);

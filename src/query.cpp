@@ -31,7 +31,15 @@ void World::collect_chunks(const QuerySpec& spec, std::vector<Chunk>& out) {
 
 namespace detail {
 
+void throw_empty_query(const char* op) {
+    throw Error(errc::invalid_argument,
+                std::string(op) +
+                    ": the query is empty (default-constructed) and belongs to no world; assign "
+                    "it from world.query<...>() first");
+}
+
 std::span<const std::uint32_t> QueryState::update() {
+    if (storage_ == nullptr) return {};        // an empty query
     if (epoch_ != storage_->layout_epoch()) {  // the world was restored or loaded: re-match
         matched_.clear();
         seen_ = 0;
@@ -48,6 +56,7 @@ std::span<const std::uint32_t> QueryState::update() {
 }
 
 void QueryState::add_filter(ChangeFilter f) {
+    if (storage_ == nullptr) throw_empty_query("Query: a change filter");
     storage_->track(f.id);
     filters_.push_back(f);
     since_last_run_ = since_last_run_ || f.since_last_run;

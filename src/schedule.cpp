@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <exception>
+#include <limits>
 #include <memory>
 #include <string>
 #include <thread>
@@ -31,14 +32,52 @@ const char* phase_name(Phase p) noexcept {
 }
 
 Schedule::Schedule() : impl_(std::make_unique<Impl>()) {}
+Schedule::Schedule(std::size_t workers) : Schedule() {
+    if (workers > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+        throw Error(errc::invalid_argument,
+                    "Schedule: " + std::to_string(workers) + " workers is more than an int holds");
+    }
+    impl_->workers = workers;
+}
 Schedule::~Schedule() = default;
 Schedule::Schedule(Schedule&&) noexcept = default;
 Schedule& Schedule::operator=(Schedule&&) noexcept = default;
 
-Schedule Schedule::strict() {
-    Schedule s;
+Schedule Schedule::strict(std::size_t workers) {
+    Schedule s(workers);
     s.impl_->strict = true;
     return s;
+}
+
+std::size_t Schedule::workers() const noexcept {
+    return impl_->workers;
+}
+
+namespace {
+// While a one-worker schedule runs, par_each loops stay on the calling thread too.
+struct SerialScope {
+    detail::Storage* s;
+    bool was;
+    SerialScope(World& w, bool on) noexcept
+        : s(on ? &w.storage() : nullptr), was(on && w.storage().serial()) {
+        if (on) s->set_serial(true);
+    }
+    SerialScope(const SerialScope&) = delete;
+    SerialScope& operator=(const SerialScope&) = delete;
+    ~SerialScope() {
+        if (s != nullptr) s->set_serial(was);
+    }
+};
+}  // namespace
+
+tbb::task_arena* Schedule::Impl::own_arena() {
+    if (workers < 2) return nullptr;
+    if (!arena) {
+        auto made = std::make_unique<tbb::task_arena>(static_cast<int>(workers));
+        made->initialize();
+        arena = std::move(made);
+    }
+    return arena.get();
 }
 
 SystemConfig Schedule::add_system(std::string name, std::unique_ptr<detail::SystemBase> system) {
@@ -57,6 +96,15 @@ SystemConfig Schedule::add_system(std::string name, std::unique_ptr<detail::Syst
 }
 
 void Schedule::run(World& world, float dt) {
+    if (impl_->workers == 1) {
+        const SerialScope serial(world, true);
+        impl_->run(world, 1, nullptr, dt);
+        return;
+    }
+    if (tbb::task_arena* arena = impl_->own_arena()) {
+        impl_->run(world, static_cast<int>(impl_->workers), arena, dt);
+        return;
+    }
 #ifdef TESSERA_TSAN
     const int workers = static_cast<int>(std::max(2u, std::thread::hardware_concurrency()));
 #else
@@ -84,17 +132,23 @@ void Schedule::run_system(std::string_view name, World& world, float dt) {
     const std::uint64_t tick = storage.tick() + 1;
     std::exception_ptr error;
     try {
-        impl_->run_one(s, world, tick, dt, impl_->profiling);
+        const SerialScope serial(world, impl_->workers == 1);
+        if (tbb::task_arena* arena = impl_->own_arena())
+            arena->execute([&] { impl_->run_one(s, world, tick, dt, impl_->profiling); });
+        else
+            impl_->run_one(s, world, tick, dt, impl_->profiling);
     } catch (...) {
         error = std::current_exception();
     }
     storage.set_tick(tick + 1);
-    impl_->sync(s, world, !error);
-    if (!error) {
-        s.last_tick = tick;
-        return;
+    const std::exception_ptr sync_error = impl_->sync(s, world, !error);
+    if (!error) s.last_tick = tick;
+    if (error) throw_system_failed("Schedule::run_system: system '" + s.name + "' failed", error);
+    if (sync_error) {
+        throw_system_failed(
+            "Schedule::run_system: applying the commands of system '" + s.name + "' failed",
+            sync_error);
     }
-    throw_system_failed("Schedule::run_system: system '" + s.name + "' failed", error);
 }
 
 void Schedule::enable(std::string_view name, bool on) {

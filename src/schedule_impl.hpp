@@ -89,6 +89,11 @@ struct Schedule::Impl {
     std::size_t skipped = 0;
     std::chrono::nanoseconds threshold = detail::default_threshold;
     bool profiling = false;
+    std::size_t workers = 0;                 ///< Schedule(workers); 0: oneTBB's default arena
+    std::unique_ptr<tbb::task_arena> arena;  ///< for workers > 1, made on the first run
+
+    /// The schedule's own arena (workers > 1; made on first use), else null.
+    tbb::task_arena* own_arena();
 
     SystemEntry* find(std::string_view name) const noexcept {
         for (const auto& s : systems) {
@@ -113,7 +118,9 @@ struct Schedule::Impl {
                       tbb::task_arena* arena);
     void run_segment(PhaseGraph& g, PhaseRun& r, World& w, float dt, int workers,
                      tbb::task_arena* arena, std::uint32_t first, std::uint32_t last);
-    void sync(SystemEntry& s, World& w, bool ok);
+    /// The sync point of one system: applies its commands and events (`ok`) or drops them.
+    /// Returns what applying them threw (the rest of them dropped), or null.
+    std::exception_ptr sync(SystemEntry& s, World& w, bool ok) noexcept;
     void run(World& w, int workers, tbb::task_arena* arena, float dt);
 };
 

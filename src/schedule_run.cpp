@@ -236,17 +236,27 @@ void Schedule::Impl::run_segment(PhaseGraph& g, PhaseRun& r, World& w, float dt,
 #endif
 }
 
-void Schedule::Impl::sync(SystemEntry& s, World& w, bool ok) {
+std::exception_ptr Schedule::Impl::sync(SystemEntry& s, World& w, bool ok) noexcept {
     if (!ok) {
         s.commands.clear();
         s.system->drop();
-        return;
+        return nullptr;
     }
-    if (s.commands.size() != 0) {
-        s.commands.apply(w, on_dead::skip);
+    try {
+        if (s.commands.size() != 0) {
+            s.commands.apply(w, on_dead::skip);
+            skipped += s.commands.skipped();
+        }
+        s.system->sync(w);
+    } catch (...) {
+        // An observer (or a command) threw while its commands were applied: what was applied
+        // stands, the rest of its commands and its events are dropped, as for a failed system.
         skipped += s.commands.skipped();
+        s.commands.clear();
+        s.system->drop();
+        return std::current_exception();
     }
-    s.system->sync(w);
+    return nullptr;
 }
 
 void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_arena* arena,
@@ -289,19 +299,34 @@ void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_a
     // Sync point: the phase's writes are all stamped at most `next`; what follows is newer.
     storage.set_tick(next + 1);
     std::size_t failed = n;
+    const SystemEntry* sync_failed = nullptr;  // the first whose commands failed to apply
+    std::exception_ptr sync_error;
     for (const auto& s : systems) {  // registration order
         if (s->phase != static_cast<Phase>(p)) continue;
         const std::size_t k = s->position;
         const bool ran = r.ticks[k] != 0 && !r.skipped[k];
         const bool ok = ran && !r.errors[k];
-        if (ran) sync(*s, w, ok);
+        if (ran) {
+            if (std::exception_ptr e = sync(*s, w, ok); e && !sync_error) {
+                sync_error = std::move(e);
+                sync_failed = s.get();
+            }
+        }
         if (ok) s->last_tick = r.ticks[k];
         if (r.errors[k] && (failed == n || k < failed)) failed = k;
     }
-    if (failed == n) return;
-    throw_system_failed("Schedule::run: system '" + g.order[failed]->name + "' failed in phase " +
-                            phase_name(static_cast<Phase>(p)),
-                        r.errors[failed]);
+    // A system that threw is reported first (it failed before any sync point work).
+    const char* phase = phase_name(static_cast<Phase>(p));
+    if (failed != n) {
+        throw_system_failed(
+            "Schedule::run: system '" + g.order[failed]->name + "' failed in phase " + phase,
+            r.errors[failed]);
+    }
+    if (sync_error) {
+        throw_system_failed("Schedule::run: applying the commands of system '" + sync_failed->name +
+                                "' failed at the sync point of phase " + phase,
+                            sync_error);
+    }
 }
 
 void Schedule::Impl::run(World& w, int workers, tbb::task_arena* arena, float dt) {

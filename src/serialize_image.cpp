@@ -243,6 +243,17 @@ void build(const Image& image, ColumnSource& columns, Storage& b, const char* op
     for (const SavedComponent& c : image.components) {
         if (c.codec == Codec::targets) register_relation(b, c.info->relation(), op);
     }
+    // ChildOf is a relation in every world: saved without its targets it would load as a
+    // plain component and refuse every later relate<ChildOf>.
+    const RelationType& hierarchy = relation_type<ChildOf>();
+    const auto saved = [&](ComponentId id) {
+        return std::any_of(image.components.begin(), image.components.end(),
+                           [&](const SavedComponent& c) { return c.id == id; });
+    };
+    if (saved(hierarchy.data) && !saved(hierarchy.targets))
+        fail(op, std::string(component_info(hierarchy.data).name) +
+                     " is saved without its targets (a relation's data and targets must come "
+                     "together)");
     for (const std::uint32_t g : image.generations) {
         if (g == 0 || g == 0xFFFFFFFFu) fail(op, "an entity has generation " + std::to_string(g));
     }

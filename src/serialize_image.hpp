@@ -18,6 +18,7 @@
 #include <tessera/detail/entity_list.hpp>
 #include <tessera/detail/storage.hpp>
 #include <tessera/reflect.hpp>
+#include <tessera/relation.hpp>  // RelationType::make_targets in construct_rows (clang needs it complete)
 
 #include <cstddef>
 #include <cstdint>

@@ -35,9 +35,11 @@ void Storage::attach_relations(Attachment a) noexcept {
 
 void Storage::throw_relation_component(ComponentId id, const char* op) {
     const std::string name(component_info(id).name);
-    throw Error(errc::invalid_argument, std::string(op) + '<' + name + ">: " + name +
-                                            " belongs to a relation in this world: use "
-                                            "relate/unrelate");
+    throw Error(errc::invalid_argument,
+                std::string(op) + '<' + name + ">: " + name +
+                    (relation_only(id) ? " belongs to a relation"
+                                       : " belongs to a relation in this world") +
+                    ", which only relate/unrelate add and remove");
 }
 
 void Storage::copy_from(const Storage& src, const char* op) {

@@ -361,6 +361,96 @@ TEST(Dynamic, QueryDynamicAllAnyNoneAndRawColumns) {
               ts::errc::not_registered);
 }
 
+namespace {
+struct DynJoint {
+    int v = 0;
+};
+
+// The message of the tessera::Error that f() throws ("" and a test failure when none).
+template <class F>
+std::string message_of(F&& f) {
+    try {
+        f();
+    } catch (const ts::Error& e) {
+        return e.what();
+    }
+    ADD_FAILURE() << "no tessera::Error thrown";
+    return "";
+}
+}  // namespace
+
+// issue 20, item 3: one add(e, component_id<ChildOf>()) in a world that had not related
+// anything yet made ChildOf a plain component there, and every later relate<ChildOf> threw.
+TEST(Dynamic, ChildOfByIdIsRefusedAndTheHierarchyKeepsWorking) {
+    ts::World w;
+    const ts::ComponentId child_of = ts::component_id<ts::ChildOf>();
+    const ts::ComponentId targets = ts::component_id<ts::Targets<ts::ChildOf>>();
+    const ts::Entity e = w.spawn(Position{1, 2});
+    const std::size_t archetypes = w.archetype_count();
+    for (const ts::ComponentId id : {child_of, targets}) {
+        const std::string name(ts::component_info(id).name);
+        const std::string added = message_of([&] { w.add(e, id); });
+        EXPECT_NE(added.find("World::add"), std::string::npos) << added;
+        EXPECT_NE(added.find(name), std::string::npos) << added;
+        EXPECT_NE(added.find("relate"), std::string::npos) << added;
+        EXPECT_EQ(error_of([&] { w.add(e, id); }), ts::errc::invalid_argument);
+        const std::string removed = message_of([&] { w.remove(e, id); });
+        EXPECT_NE(removed.find("World::remove"), std::string::npos) << removed;
+        EXPECT_NE(removed.find(name), std::string::npos) << removed;
+        // Inside a loop (deferred) the call is refused at once, nothing queued.
+        w.each([&](ts::Entity x, Position&) {
+            EXPECT_EQ(error_of([&] { w.add(x, id); }), ts::errc::invalid_argument);
+            EXPECT_EQ(error_of([&] { w.remove(x, id); }), ts::errc::invalid_argument);
+        });
+        // A command buffer refuses them while recording.
+        ts::CommandBuffer cb;
+        EXPECT_EQ(error_of([&] { cb.add(e, id); }), ts::errc::invalid_argument);
+        EXPECT_EQ(error_of([&] { cb.remove(e, id); }), ts::errc::invalid_argument);
+        EXPECT_EQ(cb.size(), 0u);
+        EXPECT_FALSE(w.has(e, id));
+    }
+    // Nothing changed.
+    EXPECT_EQ(w.archetype_count(), archetypes);
+    EXPECT_EQ(w.get<Position>(e).y, 2.0f);
+    // The hierarchy works.
+    const ts::Entity parent = w.spawn();
+    w.relate(e, ts::ChildOf{}, parent);
+    EXPECT_EQ(w.parent(e), parent);
+    ASSERT_EQ(w.children(parent).size(), 1u);
+    EXPECT_EQ(w.children(parent)[0], e);
+    // And stays protected once it is in use: the related entity keeps its parent.
+    EXPECT_EQ(error_of([&] { w.remove(e, child_of); }), ts::errc::invalid_argument);
+    EXPECT_EQ(error_of([&] { w.add(w.spawn(), child_of); }), ts::errc::invalid_argument);
+    EXPECT_EQ(w.parent(e), parent);
+    w.despawn(parent);  // cascades
+    EXPECT_FALSE(w.is_alive(e));
+}
+
+TEST(Dynamic, RelationComponentsByIdAreRefusedOnceRelated) {
+    ts::World w;
+    const ts::ComponentId data = ts::component_id<DynJoint>();
+    const ts::ComponentId targets = ts::component_id<ts::Targets<DynJoint>>();
+    const ts::Entity a = w.spawn(), b = w.spawn(), c = w.spawn();
+    // Targets<R> belongs to R's relation even before the world has seen R.
+    EXPECT_EQ(error_of([&] { w.add(c, targets); }), ts::errc::invalid_argument);
+    w.relate(a, DynJoint{3}, b);
+    for (const ts::ComponentId id : {data, targets}) {
+        EXPECT_EQ(error_of([&] { w.add(c, id); }), ts::errc::invalid_argument);
+        EXPECT_EQ(error_of([&] { w.remove(a, id); }), ts::errc::invalid_argument);
+        EXPECT_EQ(error_of([&] { w.remove(c, id); }), ts::errc::invalid_argument);
+        ts::CommandBuffer cb;
+        cb.add(c, data);  // the buffer can't know DynJoint is a relation in w: refused on apply
+        EXPECT_EQ(error_of([&] { cb.apply(w); }), ts::errc::invalid_argument);
+        EXPECT_EQ(cb.size(), 1u);
+        cb.clear();
+        cb.remove(a, data);
+        EXPECT_EQ(error_of([&] { cb.apply(w); }), ts::errc::invalid_argument);
+    }
+    EXPECT_FALSE(w.has(c, data));
+    EXPECT_TRUE(w.related<DynJoint>(a, b));
+    EXPECT_EQ(w.relation<DynJoint>(a)->v, 3);
+}
+
 TEST(StringTable, InternGetFind) {
     std::pmr::monotonic_buffer_resource mr;
     ts::StringTable t(&mr);

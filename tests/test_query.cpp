@@ -1249,3 +1249,75 @@ TEST(Query, ChangeFilterRunAtMaxTickIsLimitExceededBeforeItRuns) {
     });
     EXPECT_EQ(calls, 1);
 }
+
+// issue 20, item 8: a Query could not be default-constructed, so a class could not hold one as
+// a member to assign later.
+namespace {
+struct Movement {
+    ts::Query<Position&, const Velocity&> movers;  // empty until the world exists
+};
+
+template <class F>
+ts::errc empty_query_error(F&& f) {
+    try {
+        f();
+    } catch (const ts::Error& e) {
+        return e.code();
+    }
+    ADD_FAILURE() << "no tessera::Error thrown";
+    return ts::errc::not_alive;
+}
+}  // namespace
+
+TEST(Query, DefaultConstructedQueryIsEmptyUntilAssigned) {
+    static_assert(std::is_nothrow_default_constructible_v<ts::Query<Position&, const Velocity&>>);
+    Movement m;
+    EXPECT_FALSE(m.movers);
+    int visited = 0;
+    m.movers.each([&](Position&, const Velocity&) { ++visited; });
+    m.movers.each([&](ts::Entity, Position&, const Velocity&) { ++visited; });
+    m.movers.par_each([&](Position&, const Velocity&) { ++visited; });
+    m.movers.each_chunk(
+        [&](ts::Chunk&, std::span<Position>, std::span<const Velocity>) { ++visited; });
+    for (ts::Chunk& c : m.movers.chunks()) visited += static_cast<int>(c.count());
+    EXPECT_EQ(visited, 0);
+    EXPECT_EQ(m.movers.count(), 0u);
+    m.movers.without<Frozen>();  // only records the id
+    // What needs a world is refused.
+    EXPECT_EQ(empty_query_error([&] { m.movers.changed<Position>(); }), ts::errc::invalid_argument);
+    EXPECT_EQ(empty_query_error([&] { m.movers.added<Position>(); }), ts::errc::invalid_argument);
+    EXPECT_EQ(empty_query_error([&] { (void)m.movers.on_enter([](ts::World&, ts::Entity) {}); }),
+              ts::errc::invalid_argument);
+
+    // Assigned, it is the world's query, allocating from the world's memory resource.
+    CountingResource mr;
+    ts::World w(&mr);
+    const ts::Entity a = w.spawn(Position{1, 0}, Velocity{1, 2});
+    (void)w.spawn(Position{5, 0}, Velocity{1, 2}, Frozen{});
+    m.movers = w.query<Position&, const Velocity&>().without<Frozen>();
+    EXPECT_TRUE(m.movers);
+    EXPECT_EQ(m.movers.count(), 1u);
+    m.movers.each([](Position& p, const Velocity& v) { p.x += v.dx; });
+    EXPECT_EQ(w.get<Position>(a).x, 2.0f);
+    std::pmr::memory_resource* const previous =
+        std::pmr::set_default_resource(std::pmr::null_memory_resource());
+    std::size_t matched = 0;
+    try {
+        // New archetypes grow the query's match list: from the world's resource (the default
+        // one would throw bad_alloc now).
+        const ts::Entity b = w.spawn(Position{}, Velocity{}, Health{});
+        const ts::Entity c = w.spawn(Position{}, Velocity{}, Name{});
+        (void)b;
+        (void)c;
+        matched = m.movers.count();
+    } catch (...) {
+        std::pmr::set_default_resource(previous);
+        throw;
+    }
+    std::pmr::set_default_resource(previous);
+    EXPECT_EQ(matched, 3u);
+    // Assigned an empty query again, it matches nothing.
+    m.movers = {};
+    EXPECT_FALSE(m.movers);
+    EXPECT_EQ(m.movers.count(), 0u);
+}

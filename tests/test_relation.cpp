@@ -297,6 +297,55 @@ TEST(Relation, RelationComponentsAreKeptByRelateOnly) {
     EXPECT_EQ(w.relation<Joint>(a)->v, 5);
 }
 
+// issue 20, item 3: ChildOf was refused as a plain component only once the world had relations,
+// so a first add/spawn of it made it plain there and disabled the hierarchy for good.
+TEST(Relation, ChildOfIsNeverAPlainComponent) {
+    const auto refuses_and_keeps_working = [](ts::World& w) {
+        const ts::Entity e = w.spawn(Hp{1});
+        const std::size_t archetypes = w.archetype_count();
+        const std::size_t alive = w.count();
+        EXPECT_EQ(error_of([&] { w.add(e, ts::ChildOf{}); }), ts::errc::invalid_argument);
+        EXPECT_EQ(error_of([&] { w.add<ts::ChildOf>(e); }), ts::errc::invalid_argument);
+        EXPECT_EQ(error_of([&] { w.add(e, Hp{2}, ts::ChildOf{}); }), ts::errc::invalid_argument);
+        EXPECT_EQ(error_of([&] { (void)w.remove<ts::ChildOf>(e); }), ts::errc::invalid_argument);
+        EXPECT_EQ(error_of([&] { (void)w.spawn(ts::ChildOf{}); }), ts::errc::invalid_argument);
+        EXPECT_EQ(error_of([&] { (void)w.spawn(Hp{3}, ts::ChildOf{}); }),
+                  ts::errc::invalid_argument);
+        EXPECT_EQ(error_of([&] { (void)w.spawn_many(2, [](std::size_t, Hp&, ts::ChildOf&) {}); }),
+                  ts::errc::invalid_argument);
+        w.query<const Hp&>().each([&](const Hp&) {  // deferred
+            EXPECT_EQ(error_of([&] { w.add(e, ts::ChildOf{}); }), ts::errc::invalid_argument);
+            EXPECT_EQ(error_of([&] { (void)w.spawn(ts::ChildOf{}); }), ts::errc::invalid_argument);
+        });
+        ts::CommandBuffer cmds;
+        cmds.add(e, ts::ChildOf{});
+        EXPECT_EQ(error_of([&] { cmds.apply(w); }), ts::errc::invalid_argument);
+        EXPECT_EQ(cmds.size(), 1u);  // the failing command stays
+        cmds.clear();
+        (void)cmds.spawn(Hp{4}, ts::ChildOf{});
+        EXPECT_EQ(error_of([&] { cmds.apply(w); }), ts::errc::invalid_argument);
+        cmds.clear();
+        EXPECT_EQ(w.count(), alive);
+        EXPECT_EQ(w.archetype_count(), archetypes);
+        EXPECT_FALSE(w.has<ts::ChildOf>(e));
+        // The hierarchy works.
+        const ts::Entity p = w.spawn();
+        w.relate(e, ts::ChildOf{}, p);
+        EXPECT_EQ(w.parent(e), p);
+        EXPECT_EQ(list(w.children(p)), std::vector<ts::Entity>{e});
+        EXPECT_EQ(error_of([&] { (void)w.remove<ts::ChildOf>(e); }), ts::errc::invalid_argument);
+        EXPECT_EQ(w.parent(e), p);
+    };
+    ts::World fresh;  // no relation yet
+    refuses_and_keeps_working(fresh);
+    ts::World other;  // another relation in use, ChildOf not yet
+    other.relate(other.spawn(), Joint{1}, other.spawn());
+    refuses_and_keeps_working(other);
+    ts::World observed;  // observers in the world: the observed path
+    auto o = observed.on_add<Hp>([](ts::World&, ts::Entity, Hp&) {});
+    refuses_and_keeps_working(observed);
+}
+
 TEST(Relation, APlainComponentCannotBecomeARelation) {
     ts::World w;
     const ts::Entity a = w.spawn(Hp{1}), b = w.spawn();

@@ -761,6 +761,71 @@ TEST(ScheduleFailure, NonStdExceptionsAreWrappedToo) {
     EXPECT_EQ(nested, 42);
 }
 
+// issue 20, item 4: an observer that threw while a system's commands were applied escaped
+// Schedule::run as the raw exception, the other systems' commands unapplied.
+TEST(ScheduleFailure, AThrowingObserverAtTheSyncPointIsSystemFailedNamingTheSystem) {
+    for (const int workers : {1, 2}) {
+        ts::World world;
+        bool refuse = true;
+        ts::Observer o = world.on_add<Health>([&](ts::World&, ts::Entity, Health& h) {
+            if (refuse && h.hp == 3) throw std::runtime_error("observer refuses hp 3");
+        });
+        std::vector<std::string> ran;
+        ts::Schedule s;
+        s.set_parallel_threshold(std::chrono::nanoseconds(0));
+        s.add("first", [](ts::Commands c) { c.spawn(Health{1}); });
+        s.add("spawner", [](ts::Commands c) {
+            c.spawn(Health{2});
+            c.spawn(Health{3});  // its observer throws: the spawn stands
+            c.spawn(Health{4});  // dropped with the rest of the system's commands
+        });
+        s.add("last", [](ts::Commands c) { c.spawn(Health{5}); });
+        s.add("post", [&] { ran.push_back("post"); }).phase(ts::Phase::post_update);
+        tbb::task_arena arena(workers);
+        try {
+            s.run(world, arena);
+            ADD_FAILURE() << "expected system_failed";
+        } catch (const ts::Error& e) {
+            EXPECT_EQ(e.code(), ts::errc::system_failed);
+            EXPECT_TRUE(contains(e.what(), "'spawner'")) << e.what();
+            EXPECT_TRUE(contains(e.what(), "sync point")) << e.what();
+            EXPECT_TRUE(contains(e.what(), "observer refuses hp 3")) << e.what();
+            bool nested = false;
+            try {
+                std::rethrow_if_nested(e);
+            } catch (const std::runtime_error&) {
+                nested = true;
+            }
+            EXPECT_TRUE(nested);
+        }
+        // The phase settled: the other systems' commands were applied, later phases skipped.
+        std::multiset<int> hp;
+        world.each([&](const Health& h) { hp.insert(h.hp); });
+        EXPECT_EQ(hp, (std::multiset<int>{1, 2, 3, 5})) << workers;
+        EXPECT_TRUE(ran.empty());
+        // The world and the schedule stay usable; nothing stale is applied later.
+        refuse = false;
+        s.run(world, arena);
+        hp.clear();
+        world.each([&](const Health& h) { hp.insert(h.hp); });
+        EXPECT_EQ(hp, (std::multiset<int>{1, 1, 2, 2, 3, 3, 5, 4, 5})) << workers;
+        EXPECT_EQ(ran, (std::vector<std::string>{"post"}));
+    }
+}
+
+TEST(ScheduleFailure, RunSystemReportsAThrowingObserverAtItsSyncPoint) {
+    ts::World world;
+    ts::Observer o = world.on_add<Health>(
+        [](ts::World&, ts::Entity, Health&) { throw std::runtime_error("observer says no"); });
+    ts::Schedule s;
+    s.add("manual", [](ts::Commands c) { c.spawn(Health{1}); }).phase(ts::Phase::manual);
+    const ts::Error e = error_of([&] { s.run_system("manual", world); });
+    EXPECT_EQ(e.code(), ts::errc::system_failed);
+    EXPECT_TRUE(contains(e.what(), "'manual'")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "observer says no")) << e.what();
+    EXPECT_EQ(world.count(), 1u);  // the spawn stands
+}
+
 // ----------------------------------------------------------------------------- sync points
 
 TEST(ScheduleSync, CommandsApplyInRegistrationOrderWhateverTheRunOrder) {
@@ -1227,6 +1292,84 @@ TEST(ScheduleParallel, ExclusiveSystemsRunOnTheCallingThreadBetweenTheOthers) {
     std::size_t healths = 0;
     world.each([&](const Health&) { ++healths; });
     EXPECT_EQ(healths, 1030u);
+}
+
+// issue 20, item 8: running single-threaded needed a tbb::task_arena of the program's own.
+TEST(ScheduleWorkers, OneWorkerRunsEverySystemAndItsParEachOnTheCallingThread) {
+    ts::World world;
+    for (int i = 0; i < 20000; ++i) world.spawn(Position{}, Velocity{1, 0}, Health{});
+    ts::Schedule s(1);
+    EXPECT_EQ(s.workers(), 1u);
+    s.set_parallel_threshold(std::chrono::nanoseconds(0));  // parallel, were there workers
+    std::mutex m;
+    std::set<std::thread::id> threads;
+    auto note = [&] {
+        std::lock_guard lock(m);
+        threads.insert(std::this_thread::get_id());
+    };
+    s.add("a", [&](ts::View<Position&, const Velocity&> v) {
+        note();
+        v.par_each([&](Position& p, const Velocity& vel) {
+            p.x += vel.dx;
+            note();
+        });
+    });
+    s.add("b", [&](ts::View<Health&> v) {
+        note();
+        v.par_each([&](Health& h) {
+            ++h.hp;
+            note();
+        });
+    });
+    s.add("c", [&](ts::View<const Velocity&>) { note(); });
+    s.add("d", [&](ts::World& w) {
+        note();
+        w.query<Position&>().par_each([&](Position&) { note(); });
+    });
+    s.add("manual", [&](ts::View<Health&> v) {
+         v.par_each([&](Health&) { note(); });
+     }).phase(ts::Phase::manual);
+    for (int frame = 0; frame < 5; ++frame) s.run(world);
+    s.run_system("manual", world);
+    EXPECT_EQ(threads, (std::set<std::thread::id>{std::this_thread::get_id()}));
+    world.each([](const Position& p, const Health& h) {
+        EXPECT_EQ(p.x, 5.0f);
+        EXPECT_EQ(h.hp, 5);
+    });
+}
+
+TEST(ScheduleWorkers, AWorkerCountGivesTheScheduleItsOwnArenaAndTheSameWorld) {
+    auto frame_result = [](ts::Schedule s) {
+        ts::World world;
+        for (int i = 0; i < 2000; ++i) world.spawn(Position{float(i)}, Velocity{1, 0});
+        int concurrency = 0;
+        s.set_parallel_threshold(std::chrono::nanoseconds(0));
+        s.add("move", [](ts::View<Position&, const Velocity&> v) {
+            v.par_each([](Position& p, const Velocity& vel) { p.x += vel.dx; });
+        });
+        s.add("spawn", [](ts::Commands c, ts::View<const Velocity&>) { c.spawn(Health{7}); });
+        s.add("arena",
+              [&](ts::World&) {  // exclusive: on the calling thread, in the arena
+                  concurrency = tbb::this_task_arena::max_concurrency();
+              })
+            .after("move")
+            .after("spawn");
+        for (int frame = 0; frame < 3; ++frame) s.run(world);
+        float sum = 0;
+        world.each([&](const Position& p) { sum += p.x; });
+        return std::make_pair(concurrency, sum + float(world.count()));
+    };
+    const auto one = frame_result(ts::Schedule(1));
+    const auto two = frame_result(ts::Schedule(2));
+    const auto three = frame_result(ts::Schedule::strict(3));
+    const auto dflt = frame_result(ts::Schedule());
+    EXPECT_EQ(two.first, 2);
+    EXPECT_EQ(three.first, 3);
+    EXPECT_EQ(one.second, two.second);
+    EXPECT_EQ(one.second, three.second);
+    EXPECT_EQ(one.second, dflt.second);
+    EXPECT_EQ(ts::Schedule().workers(), 0u);
+    EXPECT_EQ(ts::Schedule::strict(4).workers(), 4u);
 }
 
 TEST(SchedulePhase, NamesAreTheEnumeratorsAsWritten) {

@@ -603,6 +603,35 @@ TEST(Json, TickThatLeavesNoRoomIsRefused) {
     EXPECT_EQ(target.tick(), ts::World::max_tick - 1);
 }
 
+namespace sz {
+struct Mark {};
+}  // namespace sz
+
+// issue 20, item 3: ChildOf saved without its Targets (a snapshot of a world where the old
+// id-based add had made it a plain tag) loaded as a plain component: the loaded world then
+// refused every relate<ChildOf>.
+TEST(Json, ChildOfWithoutItsTargetsIsRefused) {
+    ts::World w;
+    const ts::Entity e = w.spawn(sz::Pos{1, 2});
+    w.add<sz::Mark>(e);
+    nlohmann::json j = ts::to_json(w);
+    bool renamed = false;
+    for (nlohmann::json& c : j["components"]) {
+        if (c["name"] == std::string(ts::component_info<sz::Mark>().name)) {
+            c["name"] = std::string(ts::component_info<ts::ChildOf>().name);
+            renamed = true;
+        }
+    }
+    ASSERT_TRUE(renamed);
+    ts::World target;
+    EXPECT_EQ(error_of([&] { ts::from_json(j, target); }), ts::errc::invalid_argument);
+    EXPECT_EQ(target.count(), 0u);
+    // The hierarchy works in the target.
+    const ts::Entity child = target.spawn(), parent = target.spawn();
+    target.relate(child, ts::ChildOf{}, parent);
+    EXPECT_EQ(target.parent(child), parent);
+}
+
 TEST(Binary, TickThatLeavesNoRoomIsRefused) {
     ts::World w;
     w.spawn(sz::Pos{1, 2});

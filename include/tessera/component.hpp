@@ -59,6 +59,9 @@ struct ComponentInfo {
     bool trivially_copyable = false;
     /// A value-initialised value is all zero bytes and `construct` is null (runtime components).
     bool zero_init = false;
+    /// Only a layer above the core adds and removes it, in every world: `ChildOf` and every
+    /// relation's `Targets<R>` (plain add, remove and spawn refuse it).
+    bool reserved = false;
     /// The fields (reflected C++ structs and runtime components); null when unknown.
     const Schema* schema = nullptr;
     /// For a relation's `Targets<R>`: the relation's description (relation.hpp).
@@ -203,6 +206,12 @@ TypeDescriptor describe() {
         (std::is_trivially_copyable_v<T> && std::is_copy_constructible_v<T>) || std::is_empty_v<T>;
     if constexpr (reflected<T>) info.schema = &reflect<T>::schema();
     if constexpr (requires { T::tessera_relation(); }) info.relation = &T::tessera_relation;
+    info.reserved = requires {
+        T::tessera_relation();
+    }
+    || requires {
+        T::tessera_reserved;
+    };
     info.enableable = enableable_v<T>;
     info.track_changes = track_changes_v<T>;
     if (!info.trivially_relocatable) info.relocate = &relocate_fn<T>;

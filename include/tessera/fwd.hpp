@@ -19,5 +19,8 @@ template <class T>
 class Events;
 template <class T>
 struct component_traits;
+struct ChildOf;
+template <class R>
+class Targets;
 
 }  // namespace tessera

@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <memory>
 #include <memory_resource>
 #include <optional>
 #include <span>
@@ -75,15 +76,32 @@ struct ChangeFilter {
 /// The untyped part of a query: what it matches and the archetypes it has matched so far.
 class QueryState {
 public:
+    /// The state of an empty query: it belongs to no world and matches nothing.
+    QueryState() noexcept = default;
     explicit QueryState(Storage& storage)
         : storage_(&storage), matched_(storage.resource()), filters_(storage.resource()) {}
+    QueryState(const QueryState&) = default;
+    QueryState(QueryState&&) noexcept = default;
+    QueryState& operator=(const QueryState&) = default;
+    /// Becomes `other` with its memory resource (a member assignment would keep this one's:
+    /// an empty query's is the default resource, not the world's).
+    QueryState& operator=(QueryState&& other) noexcept {
+        if (this != &other) {
+            std::destroy_at(this);
+            std::construct_at(this, std::move(other));
+        }
+        return *this;
+    }
+    /// Whether the query belongs to a world (false for a default-constructed one).
+    [[nodiscard]] bool attached() const noexcept { return storage_ != nullptr; }
 
     QuerySpec spec;
 
     /// Matches the archetypes created since the last call (allocates only when there are new
-    /// matches), then returns the matched archetype indices.
+    /// matches), then returns the matched archetype indices (none for an empty query).
     std::span<const std::uint32_t> update();
-    /// Adds a change filter (turns tracking on for its component).
+    /// Adds a change filter (turns tracking on for its component). @throws
+    /// Error(invalid_argument) on an empty query (no world to track it in).
     void add_filter(ChangeFilter f);
     [[nodiscard]] std::span<const ChangeFilter> filters() const noexcept { return filters_; }
     /// Whether `row` of `a` passes every change filter, given this run's last-run tick.
@@ -127,7 +145,7 @@ public:
     [[nodiscard]] Storage& storage() const noexcept { return *storage_; }
 
 private:
-    Storage* storage_;
+    Storage* storage_ = nullptr;
     std::pmr::vector<std::uint32_t> matched_;
     std::pmr::vector<ChangeFilter> filters_;
     std::size_t seen_ = 0;          ///< archetypes examined so far
@@ -139,6 +157,9 @@ private:
     bool system_ = false;           ///< run by a schedule's system
     bool exclusive_ = false;        ///< ... that runs alone
 };
+
+/// Throws Error(invalid_argument): `op` needs a world, and the query is empty.
+[[noreturn]] void throw_empty_query(const char* op);
 
 /// What a query term is: `T&` (write), `const T&` (read), `T*`/`const T*` (optional), `Entity`.
 template <class Term>
@@ -250,9 +271,19 @@ inline constexpr bool takes_entity_v = std::is_invocable_v<F&, Entity, Terms...>
 /// incrementally when it next runs, so iterating allocates nothing in a steady state. Filters
 /// are added with the builder members before the first run. A query belongs to one world and
 /// must not outlive it; it stays valid across structural changes and moves of the world.
+///
+/// **Empty queries.** A default-constructed `Query` belongs to no world, so a class can hold
+/// one as a member and assign `world.query<...>()` to it later. Until then it matches nothing:
+/// `each`, `par_each`, `each_chunk` and `chunks` visit nothing and `count` is 0 (as a
+/// default-constructed EnTT view); `with`/`without`/`any` only record ids; the members that need
+/// a world (`changed`, `added`, their `_since` forms, `on_enter`, `on_exit`) throw
+/// Error(invalid_argument). `explicit operator bool` tells whether it belongs to a world.
 template <class... Terms>
 class Query {
 public:
+    /// An empty query, belonging to no world: it matches nothing until a query is assigned to
+    /// it (`q = world.query<...>()`). Allocates nothing.
+    Query() noexcept = default;
     /// A query over `storage`'s world (`World::query` makes them). Registers the terms'
     /// components in the world.
     explicit Query(detail::Storage& storage) : state_(storage) {
@@ -353,6 +384,7 @@ public:
         static_assert(with_entity || std::is_invocable_v<F&, Terms...>,
                       "tessera: Query::each's callback must take the query's terms, optionally "
                       "after a leading tessera::Entity");
+        if (!state_.attached()) return;  // an empty query matches nothing
         detail::Storage& s = state_.storage();
         const std::span<const std::uint32_t> matched = state_.update();
         detail::DeferScope defer(s, state_.owns_world());
@@ -369,8 +401,9 @@ public:
         defer.close();
     }
 
-    /// `each`, with the rows split across oneTBB workers (the calling thread helps). The result
-    /// is identical to `each` for callbacks that write only their own row's components.
+    /// `each`, with the rows split across oneTBB workers (the calling thread helps; inside a
+    /// `Schedule(1)` run, the calling thread alone). The result is identical to `each` for
+    /// callbacks that write only their own row's components.
     /// Structural changes from the callback are an error (`invalid_argument`): record them in a
     /// `CommandBuffer` per worker instead. The callback must be safe to call concurrently.
     /// Allocates nothing in a steady state beyond what oneTBB's scheduler does.
@@ -380,6 +413,7 @@ public:
         static_assert(with_entity || std::is_invocable_v<F&, Terms...>,
                       "tessera: Query::par_each's callback must take the query's terms, "
                       "optionally after a leading tessera::Entity");
+        if (!state_.attached()) return;  // an empty query matches nothing
         detail::Storage& s = state_.storage();
         const std::span<const std::uint32_t> matched = state_.update();
         // Row ranges of the non-empty tables, by prefix sum, so workers split rows evenly
@@ -404,19 +438,22 @@ public:
                 if (!gated(*a)) detail::stamp_written<Terms...>(*a, state_.write_tick());
             }
         }
-        detail::parallel_rows(total, [&](std::size_t begin, std::size_t end) {
-            std::size_t k = static_cast<std::size_t>(
-                std::upper_bound(starts_.begin(), starts_.end(), begin) - starts_.begin() - 1);
-            while (begin < end) {
-                detail::Archetype& a = *tables_[k];
-                const auto first = static_cast<std::uint32_t>(begin - starts_[k]);
-                const auto last =
-                    static_cast<std::uint32_t>(std::min<std::size_t>(end - starts_[k], a.size));
-                run_range<with_entity>(fn, s, a, first, last, filtered);
-                begin = starts_[k] + last;
-                ++k;
-            }
-        });
+        detail::parallel_rows(
+            total,
+            [&](std::size_t begin, std::size_t end) {
+                std::size_t k = static_cast<std::size_t>(
+                    std::upper_bound(starts_.begin(), starts_.end(), begin) - starts_.begin() - 1);
+                while (begin < end) {
+                    detail::Archetype& a = *tables_[k];
+                    const auto first = static_cast<std::uint32_t>(begin - starts_[k]);
+                    const auto last =
+                        static_cast<std::uint32_t>(std::min<std::size_t>(end - starts_[k], a.size));
+                    run_range<with_entity>(fn, s, a, first, last, filtered);
+                    begin = starts_[k] + last;
+                    ++k;
+                }
+            },
+            s.serial());
         state_.end_run();
         parallel.close();
         defer.close();
@@ -429,6 +466,7 @@ public:
     /// whole chunk. Structural changes made by `fn` are deferred until the loop ends.
     template <class F>
     void each_chunk(F&& fn) {
+        if (!state_.attached()) return;  // an empty query matches nothing
         detail::Storage& s = state_.storage();
         const std::span<const std::uint32_t> matched = state_.update();
         detail::DeferScope defer(s, state_.owns_world());
@@ -480,6 +518,7 @@ public:
 
         private:
             void settle() {
+                if (i_ >= matched_.size()) return;  // at the end (an empty query's only place)
                 detail::Storage& s = query_->state_.storage();
                 while (i_ < matched_.size() && s.archetype(matched_[i_]).size == 0) ++i_;
                 if (i_ < matched_.size()) {
@@ -496,15 +535,17 @@ public:
         /// A range over `q`, which must outlive it. The world defers structural changes while
         /// the range lives; they are applied when it is destroyed.
         explicit ChunkRange(Query& q) : query_(&q), matched_(q.state_.update()) {
-            q.state_.storage().begin_defer();
+            if (q.state_.attached()) q.state_.storage().begin_defer();
         }
         /// A range that owns a temporary query (`world.query<...>().chunks()` in a range-for).
         explicit ChunkRange(Query&& q) : owned_(std::move(q)) {
             query_ = &*owned_;
             matched_ = query_->state_.update();
-            query_->state_.storage().begin_defer();
+            if (query_->state_.attached()) query_->state_.storage().begin_defer();
         }
-        ~ChunkRange() { detail::end_defer_noexcept(query_->state_.storage()); }
+        ~ChunkRange() {
+            if (query_->state_.attached()) detail::end_defer_noexcept(query_->state_.storage());
+        }
         ChunkRange(const ChunkRange&) = delete;
         ChunkRange& operator=(const ChunkRange&) = delete;
         /// The first chunk.
@@ -526,11 +567,15 @@ public:
     /// Number of matching entities (change filters and enable flags are not applied).
     /// O(matched archetypes).
     [[nodiscard]] std::size_t count() {
+        if (!state_.attached()) return 0;  // an empty query matches nothing
         std::size_t n = 0;
         detail::Storage& s = state_.storage();
         for (const std::uint32_t index : state_.update()) n += s.archetype(index).size;
         return n;
     }
+
+    /// Whether the query belongs to a world: false for a default-constructed (empty) one.
+    [[nodiscard]] explicit operator bool() const noexcept { return state_.attached(); }
 
     /// The untyped spec the query matches with (its terms and filters).
     [[nodiscard]] const QuerySpec& spec() const noexcept { return state_.spec; }
@@ -540,20 +585,27 @@ public:
     /// Calls `fn(World&, Entity)` when an entity starts matching the query's terms (spawn, add,
     /// remove; change filters and enable flags don't count). Entities that match when it is
     /// registered don't fire. The subscription copies the terms: it outlives this object.
+    /// @throws Error(invalid_argument) on an empty query.
     template <class F>
     [[nodiscard]] Observer on_enter(F&& fn) {
+        check_attached("Query::on_enter");
         return detail::observe_query(state_.storage(), Event::enter, state_.spec,
                                      std::forward<F>(fn));
     }
     /// Calls `fn(World&, Entity)` when an entity stops matching (before a despawn, after a
-    /// remove or add).
+    /// remove or add). @throws Error(invalid_argument) on an empty query.
     template <class F>
     [[nodiscard]] Observer on_exit(F&& fn) {
+        check_attached("Query::on_exit");
         return detail::observe_query(state_.storage(), Event::exit, state_.spec,
                                      std::forward<F>(fn));
     }
 
 private:
+    void check_attached(const char* op) const {
+        if (!state_.attached()) detail::throw_empty_query(op);
+    }
+
     template <class... Ts>
     Query& add_ids(std::vector<ComponentId>& list) {
         (list.push_back(component_id<Ts>()), ...);
@@ -567,6 +619,7 @@ private:
                       "tessera: a change filter on a type with component_traits<T>::"
                       "track_changes = false");
         static_assert(!std::is_empty_v<T>, "tessera: tags carry no change ticks");
+        check_attached(added ? "Query::added" : "Query::changed");
         // A row without T has no T to change: the filter implies with<T>().
         state_.add_filter({component_id<T>(), added, since_last_run, tick});
         return add_ids<T>(state_.spec.all);

@@ -59,7 +59,10 @@ struct RelationAccess;
 
 /// The built-in hierarchy relation: `world.relate(child, ChildOf{}, parent)`. Cascades on
 /// despawn, refuses loops; `children`, `parents`, `parent` and `propagate_transforms` use it.
-struct ChildOf {};
+struct ChildOf {
+    /// Kept by relate/unrelate only, in every world (`ComponentInfo::reserved`).
+    static constexpr bool tessera_reserved = true;
+};
 
 /// The targets of an entity's `R` relation, in the order they were related: a component kept by
 /// `relate`/`unrelate`, readable as a query term (`const ts::Targets<Joint>&`). A range of

@@ -28,7 +28,14 @@
 /// `missing_resource`, before any of its systems runs. An exception from a system becomes
 /// `system_failed` (naming the system, the original nested) thrown from `run` after the phase
 /// settles: the other systems' commands are applied, the failed system's are dropped, the
-/// systems after it in the phase's graph and every later phase are skipped that frame.
+/// systems after it in the phase's graph and every later phase are skipped that frame. An
+/// exception while a system's commands are applied at the sync point (an observer's, say) is
+/// `system_failed` naming that system too: what was applied before it stands, the rest of that
+/// system's commands and events are dropped, the other systems' are applied, and every later
+/// phase is skipped that frame. A system that threw is reported before a failed sync.
+///
+/// **Workers.** `Schedule(1)` runs everything on the calling thread (no task arena, no oneTBB
+/// thread); `Schedule(n)` on an arena of n it owns; `Schedule()` on oneTBB's default arena.
 #pragma once
 
 #include <tessera/system.hpp>
@@ -127,7 +134,15 @@ private:
 /// systems' cached queries for the last world it ran on). Not thread-safe: one `run` at a time.
 class Schedule {
 public:
+    /// A schedule on oneTBB's default arena (as many workers as oneTBB gives it).
     Schedule();
+    /// A schedule that runs on `workers` threads, so the program needs no `tbb::task_arena`:
+    /// 1 runs every system, and the `par_each` loops inside them, on the thread that calls
+    /// `run`, with no task arena and no oneTBB worker thread; n > 1 runs on a `tbb::task_arena`
+    /// of n the schedule owns (made on its first run); 0 is the default constructor's
+    /// behaviour. `run(world, arena)` uses the arena it is given instead. The result is the
+    /// same world on any number of workers. @throws Error(invalid_argument) past INT_MAX.
+    explicit Schedule(std::size_t workers);
     ~Schedule();
     /// Takes over the other schedule's systems and their state; the moved-from schedule may
     /// then only be destroyed or assigned to.
@@ -138,8 +153,11 @@ public:
     Schedule& operator=(const Schedule&) = delete;
 
     /// A schedule in which two conflicting systems with no `before`/`after` path between them
-    /// and the same `order` are an `ambiguous_order` build error.
-    static Schedule strict();
+    /// and the same `order` are an `ambiguous_order` build error; `workers` as in
+    /// `Schedule(workers)`.
+    static Schedule strict(std::size_t workers = 0);
+    /// The worker count it was made with (0: oneTBB's default arena).
+    [[nodiscard]] std::size_t workers() const noexcept;
 
     /// Adds a function system (a lambda, function or function object) named `name`; its
     /// access is deduced from its parameter types (system.hpp). @throws Error(invalid_argument)
@@ -159,13 +177,16 @@ public:
     SystemConfig add(Args&&... args);
 
     /// Runs one frame: `start` (first time only), `pre_update`, `update`, `post_update`, then
-    /// `world.update_events()`. Uses oneTBB's default arena; `dt` is passed to `float`
-    /// parameters. @throws Error (build errors, missing_resource, system_failed)
+    /// `world.update_events()`. Runs on the schedule's workers (`Schedule(workers)`; by default
+    /// oneTBB's default arena); `dt` is passed to `float` parameters.
+    /// @throws Error (build errors, missing_resource, system_failed: a system threw, or an
+    /// observer or command threw while a system's commands were applied at a sync point)
     void run(World& world, float dt = 0.0f);
-    /// `run` on the engine's arena: its concurrency is the number of workers (1 runs every
-    /// system inline on the calling thread).
+    /// `run` on the engine's arena, whatever the schedule's worker count: the arena's
+    /// concurrency is the number of workers (1 runs every system inline on the calling thread).
     void run(World& world, tbb::task_arena& arena, float dt = 0.0f);
-    /// Runs one system now (any phase, `manual` included), alone, with its sync point.
+    /// Runs one system now (any phase, `manual` included), alone, with its sync point, on the
+    /// calling thread (its `par_each` loops on the schedule's workers).
     /// @throws Error(unknown_system), Error(system_failed)
     void run_system(std::string_view name, World& world, float dt = 0.0f);
 

@@ -1,12 +1,17 @@
-// Replays the fuzz corpus (tests/fuzz/corpus/: seed saves, their truncated and mutated
-// variants, and every crash/timeout input the fuzzer found) through the fuzz target, with any
-// compiler and without libFuzzer: `tessera_load_fuzz_replay <corpus directory>`.
-#include "load_fuzz.cpp"
+// Replays a fuzz corpus through a fuzz target's LLVMFuzzerTestOneInput, with any compiler and
+// without libFuzzer: `tessera_load_fuzz_replay tests/fuzz/corpus` (linked with load_fuzz.cpp),
+// `tessera_json_fuzz_replay tests/fuzz/corpus-json` (json_fuzz.cpp). Every file of the directory
+// is one input: seeds, and every crash/timeout input the fuzzer found, kept as regressions.
+#include "fuzz_checks.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <vector>
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size);
 
 int main(int argc, char** argv) {
     if (argc != 2) {
@@ -30,6 +35,7 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
         LLVMFuzzerTestOneInput(reinterpret_cast<const std::uint8_t*>(data.data()), data.size());
     }
-    std::printf("replayed %zu inputs, %zu loaded\n", files.size(), loaded_inputs);
+    std::printf("replayed %zu inputs, %zu accepted by the loader\n", files.size(),
+                fuzzw::accepted_inputs());
     return 0;
 }

@@ -25,10 +25,15 @@
 namespace tessera::detail {
 
 /// Calls `body(begin, end)` on sub-ranges of [0, total) from oneTBB workers (and the calling
-/// thread), returning when all are done. Exceptions from `body` propagate to the caller.
+/// thread), returning when all are done; `serial`: `body(0, total)` on the calling thread.
+/// Exceptions from `body` propagate to the caller.
 template <class Body>
-void parallel_rows(std::size_t total, const Body& body) {
+void parallel_rows(std::size_t total, const Body& body, bool serial = false) {
     if (total == 0) return;
+    if (serial) {
+        body(std::size_t{0}, total);
+        return;
+    }
 #ifdef TESSERA_TSAN
     // ThreadSanitizer can't see the synchronisation inside the (uninstrumented) oneTBB library
     // and reports races in its task objects. Under TSan the same split runs on plain threads,

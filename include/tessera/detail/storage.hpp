@@ -53,6 +53,9 @@ public:
 
     // ---- deferral: structural changes made while iterating are queued ----
     [[nodiscard]] bool deferring() const noexcept { return defer_depth_ != 0; }
+    /// Whether `par_each` runs its rows on the calling thread (a one-worker schedule's run).
+    [[nodiscard]] bool serial() const noexcept { return serial_; }
+    void set_serial(bool on) noexcept { serial_ = on; }
     void begin_defer() noexcept { ++defer_depth_; }
     /// Leaves one level; true when that was the outermost and commands are queued (the
     /// operation layer then applies them: `detail::end_defer`).
@@ -100,14 +103,20 @@ public:
         reserve_component(targets);
     }
     /// Throws invalid_argument (naming `op` and the type) when one of `ids` is a relation's
-    /// component: those are kept by relate/unrelate only.
+    /// component: those are kept by relate/unrelate only. That is `ChildOf` and every
+    /// `Targets<R>` in any world (`relation_only`), and the data of a relation used here.
     void check_plain(std::span<const ComponentId> ids, const char* op) const {
-        if (relations_.object == nullptr) [[likely]]
-            return;
         for (const ComponentId id : ids) {
-            if (reserved(id)) [[unlikely]]
+            if ((relations_.object != nullptr && reserved(id)) || relation_only(id)) [[unlikely]]
                 throw_relation_component(id, op);
         }
+    }
+    /// Whether `id` belongs to a relation in every world, whatever it has seen: the built-in
+    /// `ChildOf` and every `Targets<R>` (`ComponentInfo::reserved`). (Another relation's data
+    /// `R` is one in a world once related there; before that it may be a plain component, and
+    /// then never a relation.)
+    [[nodiscard]] static bool relation_only(ComponentId id) noexcept {
+        return id.value < component_id_count() && component_info(id).reserved;
     }
 
     // ---- strings (dynamic.hpp): null until first used ----
@@ -166,6 +175,7 @@ private:
     World* owner_ = nullptr;
     std::atomic<const void*> entered_{nullptr};  ///< the thread inside a structural call
     std::uint32_t defer_depth_ = 0;
+    bool serial_ = false;
     bool observers_any_ = false;  ///< the registry has a subscription
 };
 

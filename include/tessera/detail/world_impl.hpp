@@ -5,6 +5,7 @@
 
 #include <tessera/detail/operations.hpp>
 #include <tessera/detail/type_list.hpp>
+#include <tessera/fwd.hpp>
 
 #include <array>
 #include <new>
@@ -20,6 +21,20 @@ inline constexpr bool components_v = (Component<std::remove_cvref_t<Ts>> && ...)
 #define TESSERA_COMPONENT_REQUIREMENT                                                          \
     "tessera: a component type must be an object type that is nothrow move constructible and " \
     "nothrow destructible (mark its move constructor noexcept)"
+
+/// Whether `T` is a relation's own component in every world: `ChildOf`, or a `Targets<R>`
+/// (`ComponentInfo::reserved`).
+template <class T>
+concept relation_only = requires {
+    T::tessera_reserved;
+}
+|| requires {
+    T::tessera_relation();
+};
+/// Whether one of `Ts` is: typed adds and removes of them are refused at run time
+/// (`check_plain`), even in a world whose fast path would not look.
+template <class... Ts>
+inline constexpr bool relation_only_v = (relation_only<std::remove_cvref_t<Ts>> || ...);
 
 /// Whether every `U` can be constructed from its argument without throwing; when not, the
 /// typed calls first materialise the values (copies may throw while nothing has changed).
@@ -112,7 +127,8 @@ requires(sizeof...(Ts) > 0) Entity World::spawn(Ts&&... components) {
         }
         const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
         detail::Storage& s = *storage_;
-        s.check_plain(ids, "World::spawn");
+        if (detail::relation_only_v<Ts...> || s.relations() != nullptr) [[unlikely]]
+            s.check_plain(ids, "World::spawn");
         const auto bundle = s.bundle(detail::bundle_id<std::remove_cvref_t<Ts>...>(), ids);
         const detail::RowSlot slot = s.prepare_spawn(*bundle.archetype);
         [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -161,7 +177,8 @@ template <class Init, class Index, class... Ts>
 std::span<const Entity> spawn_many_now(Storage& s, std::size_t n, Init& init,
                                        std::tuple<Index, Ts...>*) {
     const std::array<ComponentId, sizeof...(Ts)> ids{component_id<std::remove_cvref_t<Ts>>()...};
-    s.check_plain(ids, "World::spawn_many");
+    if (relation_only_v<Ts...> || s.relations() != nullptr) [[unlikely]]
+        s.check_plain(ids, "World::spawn_many");
     const auto bundle = s.bundle(bundle_id<std::remove_cvref_t<Ts>...>(), ids);
     Archetype& a = *bundle.archetype;
     s.reserve_spawn(a, n);
@@ -282,6 +299,7 @@ requires(sizeof...(Ts) > 0) void World::add(Entity e, Ts&&... components) {
         }
         const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
         detail::Storage& s = *storage_;
+        if constexpr (detail::relation_only_v<Ts...>) s.check_plain(ids, "World::add");
         if (s.hooked(ids)) [[unlikely]] {
             add_observed(e, ids, std::forward<Ts>(components)...);
             return;
@@ -370,6 +388,10 @@ void World::add(Entity e) {
 template <class... Ts>
 requires(sizeof...(Ts) > 0) bool World::remove(Entity e) {
     const detail::EntryCheck entry(*storage_);
+    if constexpr (detail::relation_only_v<Ts...>) {
+        const ComponentId ids[] = {component_id<Ts>()...};
+        storage_->check_plain(ids, "World::remove");
+    }
     if (storage_->deferring() || storage_->hooked()) [[unlikely]] {
         const ComponentId ids[] = {component_id<Ts>()...};
         if (storage_->deferring()) return remove_deferred(e, ids);
