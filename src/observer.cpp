@@ -1,4 +1,6 @@
 // Observers: the registry of subscriptions and the observed forms of structural changes.
+#include "observer_hooks.hpp"
+
 #include <tessera/detail/observe.hpp>
 #include <tessera/detail/operations.hpp>
 #include <tessera/detail/storage.hpp>
@@ -316,29 +318,6 @@ private:
 // ---------------------------------------------------------------------------------- Storage
 
 namespace {
-
-/// The observers' hooks: the observed forms of each change.
-class ObserverHooks final : public Hooks {
-public:
-    void spawned(Storage& s, Entity e) const override { notify_spawned(s, e); }
-    void added(Storage& s, Entity e, std::uint32_t from, std::span<const ComponentId> ids,
-               const bool* existed) const override {
-        notify_added(s, e, from, ids, existed);
-    }
-    void set(Storage& s, Entity e, ComponentId id) const override { notify_set(s, e, id); }
-    bool remove(Storage& s, Entity e, std::span<const ComponentId> ids,
-                const char* op) const override {
-        return observed_remove(s, e, ids, op);
-    }
-    bool despawn(Storage& s, Entity e) const override {
-        const EntityRecord* r = s.record(e);
-        return r != nullptr && s.hooked(*r) ? observed_despawn(s, e) : s.despawn(e);
-    }
-    bool apply(Storage&, const Command&, Entity, Entity, Commit) const override {
-        TESSERA_ASSERT(false, "ObserverHooks::apply: a relation command without relations");
-        return false;
-    }
-};
 
 const ObserverHooks observer_hooks;
 

@@ -1,6 +1,7 @@
 // Relations: relate/unrelate (immediate and deferred), the reverse lookup and the hierarchy
 // log; the relation index is in relation_index.hpp, despawns that follow relations in
 // relation_despawn.cpp.
+#include "observer_hooks.hpp"
 #include "relation_index.hpp"
 
 namespace tessera::detail {
@@ -280,18 +281,8 @@ namespace {
 
 /// The relations' hooks: despawns follow relations (the ChildOf cascade), queued relate and
 /// unrelate commands apply here; everything else is the observers' (no-ops without them).
-class RelationHooks final : public Hooks {
+class RelationHooks final : public ObserverHooks {
 public:
-    void spawned(Storage& s, Entity e) const override { notify_spawned(s, e); }
-    void added(Storage& s, Entity e, std::uint32_t from, std::span<const ComponentId> ids,
-               const bool* existed) const override {
-        notify_added(s, e, from, ids, existed);
-    }
-    void set(Storage& s, Entity e, ComponentId id) const override { notify_set(s, e, id); }
-    bool remove(Storage& s, Entity e, std::span<const ComponentId> ids,
-                const char* op) const override {
-        return observed_remove(s, e, ids, op);
-    }
     bool despawn(Storage& s, Entity e) const override { return despawn_related(s, e); }
     bool apply(Storage& s, const Command& c, Entity target, Entity other,
                Commit pop) const override {
