@@ -393,13 +393,14 @@ public:
     [[nodiscard]] bool hooked() const noexcept { return hooked_; }
     /// Whether a change of `id` goes through the hooks.
     [[nodiscard]] bool hooked(ComponentId id) const noexcept {
-        return hooked_ && components_[id.value].hooked;
+        return hooked_ && id.value < components_.size() && components_[id.value].hooked;
     }
     /// Whether a change of any of `ids` goes through the hooks.
     [[nodiscard]] bool hooked(std::span<const ComponentId> ids) const noexcept {
         if (!hooked_) return false;
+        // An id this world has not recorded yet has no observers of its own.
         return hook_all_ || std::any_of(ids.begin(), ids.end(), [this](ComponentId id) {
-                   return components_[id.value].hooked;
+                   return id.value < components_.size() && components_[id.value].hooked;
                });
     }
     /// Whether a change of an entity in `a` (a spawn into it, a despawn from it) goes through
