@@ -83,6 +83,7 @@ EdgeMap::Edge& EdgeMap::get(std::uint32_t key) {
             bigger[i] = e;
         }
         slots_.swap(bigger);
+        mask_ = static_cast<std::uint32_t>(slots_.size() - 1);
     }
     const std::size_t mask = slots_.size() - 1;
     std::size_t i = key & mask;
@@ -280,36 +281,22 @@ std::pmr::vector<ComponentId> merged_set(const Archetype& from, std::span<const 
 }
 }  // namespace
 
-namespace {
-// The column `id` has in `a` (the larger table of an edge), or no_column for a tag.
-std::uint16_t pivot_of(const Archetype& a, ComponentId id) noexcept {
-    const std::int32_t c = a.slot(id);
-    return c >= 0 ? static_cast<std::uint16_t>(c) : EdgeMap::Edge::no_column;
-}
-}  // namespace
-
-Archetype& Core::add_edge(Archetype& from, ComponentId id) {
-    if (const EdgeMap::Edge* e = from.edges.find(id.value); e != nullptr && e->add != no_index) {
-        return *archetypes_[e->add];
+Archetype& Core::edge_target(Archetype& from, ComponentId id, bool adding) {
+    if (const EdgeMap::Edge* e = from.edges.find(id.value); e != nullptr) {
+        const std::uint32_t to = adding ? e->add : e->remove;
+        if (to != no_index) return *archetypes_[to];
     }
-    ensure_component(id);
+    if (adding) ensure_component(id);
     const ComponentId one[] = {id};
-    Archetype& to = archetype_for(merged_set(from, one, true, mr_));
+    Archetype& to = archetype_for(merged_set(from, one, adding, mr_));
+    // Only tables with rows get edges: the fast paths (`add_bytes`) move rows along them.
+    if (from.index == pending_archetype || from.index == dead_archetype) return to;
     EdgeMap::Edge& edge = from.edges.get(id.value);
-    edge.add = to.index;
-    edge.add_pivot = pivot_of(to, id);
-    return to;
-}
-
-Archetype& Core::remove_edge(Archetype& from, ComponentId id) {
-    if (const EdgeMap::Edge* e = from.edges.find(id.value); e != nullptr && e->remove != no_index) {
-        return *archetypes_[e->remove];
-    }
-    const ComponentId one[] = {id};
-    Archetype& to = archetype_for(merged_set(from, one, false, mr_));
-    EdgeMap::Edge& edge = from.edges.get(id.value);
-    edge.remove = to.index;
-    edge.remove_pivot = pivot_of(from, id);
+    (adding ? edge.add : edge.remove) = to.index;
+    // The pivot is the column `id` has in the larger table of the two.
+    const std::int32_t c = (adding ? to : from).slot(id);
+    (adding ? edge.add_pivot : edge.remove_pivot) =
+        c >= 0 ? static_cast<std::uint16_t>(c) : EdgeMap::Edge::no_column;
     return to;
 }
 
@@ -586,6 +573,148 @@ bool Core::despawn(Entity e) noexcept {
     return true;
 }
 
+namespace {
+/// Copies one value of `n` bytes between rows that don't overlap, inline for every size
+/// (overlapping head and tail words, 16-byte blocks past 16), so a loop of row moves calls
+/// nothing and keeps its registers.
+[[gnu::always_inline]] inline void copy_bytes(std::byte* d, const std::byte* s,
+                                              std::size_t n) noexcept {
+    const auto copy = [d, s]<std::size_t W>(std::size_t at) {
+        unsigned char word[W];
+        std::memcpy(word, s + at, W);
+        std::memcpy(d + at, word, W);
+    };
+    if (n == 4) [[likely]] {
+        copy.operator()<4>(0);
+    } else if (n >= 16) {
+        for (std::size_t at = 0; at + 16 < n; at += 16) copy.operator()<16>(at);
+        copy.operator()<16>(n - 16);
+    } else if (n >= 8) {
+        copy.operator()<8>(0);
+        copy.operator()<8>(n - 8);
+    } else if (n >= 4) {
+        copy.operator()<4>(0);
+        copy.operator()<4>(n - 4);
+    } else if (n >= 2) {
+        copy.operator()<2>(0);
+        copy.operator()<2>(n - 2);
+    } else if (n == 1) {
+        copy.operator()<1>(0);
+    }
+}
+}  // namespace
+
+namespace {
+/// Row `dst` of columns `into`.. gets the values of row `src` of columns [c, end) (one to
+/// one), whose hole the values of row `last` fill (a copy onto itself when `src` is last).
+[[gnu::always_inline]] inline void move_columns(const Column* c, const Column* end,
+                                                const Column* into, std::size_t src,
+                                                std::size_t dst, std::size_t last) noexcept {
+    for (; c != end; ++c, ++into) {
+        const std::size_t size = c->size;
+        std::byte* hole = c->data + src * size;
+        copy_bytes(into->data + dst * size, hole, size);
+        copy_bytes(hole, c->data + last * size, size);
+    }
+}
+}  // namespace
+
+template <bool Adding>
+[[gnu::always_inline]] inline std::uint32_t Core::move_bytes(Entity e, std::uint32_t src,
+                                                             Archetype& from, Archetype& to,
+                                                             std::uint32_t pivot) noexcept {
+    const std::uint32_t dst = to.size;
+    const std::uint32_t last = from.size - 1;
+    // Columns are in id order in both tables: they pair up one to one on each side of the
+    // pivot, the column of the added (or removed) component in the larger table.
+    const Column* c = from.columns.data();
+    const Column* const end = std::to_address(from.columns.end());
+    const Column* into = to.columns.data();
+    if (pivot != EdgeMap::Edge::no_column) {
+        move_columns(c, c + pivot, into, src, dst, last);
+        c += pivot;
+        into += pivot;
+        if constexpr (Adding) {
+            ++into;  // the added column: the caller constructs its value
+        } else {
+            // The removed value is trivially destructible: its hole only needs filling.
+            copy_bytes(c->data + std::size_t{src} * c->size, c->data + std::size_t{last} * c->size,
+                       c->size);
+            ++c;
+        }
+    }
+    move_columns(c, end, into, src, dst, last);
+    to.entities[dst] = e;
+    ++to.size;
+    // The last row fills the hole (when `e` was last, it is `e` itself: its record is set
+    // again below).
+    const Entity moved = from.entities[last];
+    from.entities[src] = moved;
+    record_data_[moved.index].row = src;
+    --from.size;
+    ++from.freed;
+    EntityRecord& r = record_data_[e.index];
+    r.archetype = to.index;
+    r.row = dst;
+    return dst;
+}
+
+namespace {
+std::byte tag_slot;  // where `add_bytes` says a tag's (absent) value goes
+}  // namespace
+
+std::byte* Core::add_bytes(Entity e, ComponentId id) noexcept {
+    // A dead slot's generation can match a forged handle, but it points at the sentinel
+    // archetype, which has no components and no edges.
+    if (e.index >= record_count_) return nullptr;
+    const EntityRecord& r = record_data_[e.index];
+    if (r.generation != e.generation) return nullptr;
+    Archetype& from = *archetypes_[r.archetype];
+    if (from.contains(id)) return nullptr;
+    const EdgeMap::Edge* edge = from.edges.find(id.value);
+    if (edge == nullptr || edge->add == no_index) return nullptr;
+    Archetype& to = *archetypes_[edge->add];
+    if (to.size == to.capacity || from.slow_rows || to.slow_rows) return nullptr;
+    const std::uint32_t pivot = edge->add_pivot;
+    const std::uint32_t row = move_bytes<true>(e, r.row, from, to, pivot);
+    if (pivot == EdgeMap::Edge::no_column) return &tag_slot;
+    const Column& c = to.columns[pivot];
+    return c.data + std::size_t{row} * c.size;
+}
+
+bool Core::remove_bytes(Entity e, ComponentId id) noexcept {
+    if (e.index >= record_count_) return false;
+    const EntityRecord& r = record_data_[e.index];
+    if (r.generation != e.generation) return false;
+    Archetype& from = *archetypes_[r.archetype];
+    if (!from.contains(id)) return false;
+    const EdgeMap::Edge* edge = from.edges.find(id.value);
+    if (edge == nullptr || edge->remove == no_index) return false;
+    Archetype& to = *archetypes_[edge->remove];
+    if (to.size == to.capacity || from.slow_rows || to.slow_rows) return false;
+    move_bytes<false>(e, r.row, from, to, edge->remove_pivot);
+    return true;
+}
+
+RowSlot Core::prepare_add_one(Entity e, ComponentId id, bool& existed, std::int32_t& column,
+                              const char* op) {
+    const EntityRecord* r = record(e);
+    if (r == nullptr) throw_not_alive(op, e, id);
+    Archetype& from = *archetypes_[r->archetype];
+    column = from.slot(id);
+    existed = column != slot_absent;
+    if (existed) return {&from, r->row};
+    Archetype& to = edge_target(from, id, true);
+    reserve_rows(to, 1);
+    column = to.slot(id);
+    // Nothing below throws.
+    if (!(from.slow_rows || to.slow_rows || from.index == pending_archetype)) {
+        const EdgeMap::Edge* edge = from.edges.find(id.value);
+        return {&to, move_bytes<true>(e, r->row, from, to, edge->add_pivot)};
+    }
+    return move_entity(e, *r, to);
+}
+
 RowSlot Core::move_entity(Entity e, const EntityRecord& rec, Archetype& to) noexcept {
     Archetype& from = *archetypes_[rec.archetype];
     const std::uint32_t src = rec.row;
@@ -633,7 +762,7 @@ RowSlot Core::prepare_add(Entity e, std::span<const ComponentId> ids, bool* exis
     if (all) return {&from, r->row};
     Archetype* to = nullptr;
     if (ids.size() == 1) {
-        to = &add_edge(from, ids[0]);
+        to = &edge_target(from, ids[0], true);
     } else {
         for (ComponentId id : ids) ensure_component(id);
         to = &archetype_for(merged_set(from, ids, true, mr_));
@@ -656,7 +785,7 @@ bool Core::remove(Entity e, std::span<const ComponentId> ids, const char* op) {
 }
 
 Archetype& Core::removal_target(Archetype& from, std::span<const ComponentId> ids) {
-    return ids.size() == 1 ? remove_edge(from, ids[0])
+    return ids.size() == 1 ? edge_target(from, ids[0], false)
                            : archetype_for(merged_set(from, ids, false, mr_));
 }
 

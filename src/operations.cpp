@@ -34,7 +34,8 @@ void apply_add(Storage& s, Entity e, std::span<const ComponentId> ids, std::byte
     if (r == nullptr) throw_not_alive(op, e, ids[0]);
     const std::uint32_t from = r->archetype;
     ScratchArray<bool> existed(ids.size(), s.resource());
-    const RowSlot slot = ids.size() == 1 ? s.prepare_add_one(e, ids[0], existed[0], op)
+    std::int32_t column = slot_absent;
+    const RowSlot slot = ids.size() == 1 ? s.prepare_add_one(e, ids[0], existed[0], column, op)
                                          : s.prepare_add(e, ids, existed.data(), op);
     for (std::size_t i = 0; i < ids.size(); ++i) put_value(s, slot, ids[i], values[i], existed[i]);
     commit();

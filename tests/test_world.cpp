@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -200,6 +201,70 @@ TEST(World, TagsAreAddedRemovedAndTested) {
     EXPECT_TRUE(w.remove<Frozen>(e));
     EXPECT_FALSE(w.has<Frozen>(e));
     EXPECT_TRUE(w.has<Enemy>(e));
+}
+
+namespace {
+template <std::size_t N>
+struct Bytes {
+    unsigned char b[N];
+};
+struct Early {  // its id comes before the Bytes types': its column is first in every table
+    int v = 0;
+};
+
+template <std::size_t N>
+Bytes<N> pattern(std::size_t entity) {
+    Bytes<N> v{};
+    for (std::size_t i = 0; i < N; ++i) v.b[i] = static_cast<unsigned char>(entity * 31 + i * 7 + N);
+    return v;
+}
+
+template <std::size_t... N>
+bool holds_patterns(const ts::World& w, ts::Entity e, std::size_t k) {
+    return ((std::memcmp(w.get<Bytes<N>>(e).b, pattern<N>(k).b, N) == 0) && ...);
+}
+}  // namespace
+
+TEST(World, RowMovesKeepValuesOfEverySize) {
+    // Adds and removes move rows with inline copies chosen by size; every size and position
+    // of the moved column (first, middle, last, a tag) must keep every byte, both for the
+    // moved entity and for the last row that fills its hole.
+    (void)ts::component_id<Early>();
+    ts::World w;
+    constexpr std::size_t n = 40;
+    std::vector<ts::Entity> es;
+    for (std::size_t k = 0; k < n; ++k) {
+        es.push_back(w.spawn(pattern<1>(k), pattern<2>(k), pattern<3>(k), pattern<5>(k),
+                             pattern<8>(k), pattern<12>(k), pattern<16>(k), pattern<17>(k),
+                             pattern<40>(k)));
+    }
+    const auto check = [&](const char* phase) {
+        for (std::size_t k = 0; k < n; ++k) {
+            ASSERT_TRUE((holds_patterns<1, 2, 3, 5, 8, 12, 16, 17, 40>(w, es[k], k)))
+                << phase << ", entity " << k;
+        }
+    };
+    for (int round = 0; round < 3; ++round) {
+        // Front to back, back to front, odd then even: holes in the middle and at the end.
+        std::vector<std::size_t> order(n);
+        for (std::size_t k = 0; k < n; ++k) {
+            order[k] = round == 0 ? k : round == 1 ? n - 1 - k : (k < n / 2 ? 2 * k + 1 : 2 * (k - n / 2));
+        }
+        for (const std::size_t k : order) w.add(es[k], Early{static_cast<int>(k)});
+        check("after adding a first column");
+        for (const std::size_t k : order) w.add(es[k], Bytes<7>{});
+        for (const std::size_t k : order) w.add<Frozen>(es[k]);
+        check("after adding a last column and a tag");
+        for (const std::size_t k : order) EXPECT_TRUE(w.remove<Early>(es[k]));
+        check("after removing the first column");
+        for (const std::size_t k : order) EXPECT_TRUE(w.remove<Frozen>(es[k]));
+        for (const std::size_t k : order) EXPECT_TRUE(w.remove<Bytes<7>>(es[k]));
+        check("after removing the tag and the last column");
+        for (const std::size_t k : order) EXPECT_TRUE(w.remove<Bytes<5>>(es[k]));
+        for (const std::size_t k : order) w.add(es[k], pattern<5>(k));
+        check("after removing and adding back a middle column");
+    }
+    for (std::size_t k = 0; k < n; ++k) EXPECT_FALSE(w.has<Early>(es[k]));
 }
 
 TEST(World, TagsCostNoColumnBytes) {

@@ -487,6 +487,10 @@ private:
     void add_deferred(Entity e, Ts&&... components);
     template <class... Ts>
     void add_observed(Entity e, std::span<const ComponentId> ids, Ts&&... components);
+    template <class... Ts>
+    void add_slow(Entity e, Ts&&... components);
+    template <class... Ts>
+    bool remove_slow(Entity e);
     template <class T>
     std::uint64_t tick_of(Entity e, bool added, const char* op);
     template <class T>

@@ -131,9 +131,8 @@ public:
 
     /// The edge for `key`, or null.
     [[nodiscard]] const Edge* find(std::uint32_t key) const noexcept {
-        if (slots_.empty()) return nullptr;
-        const std::size_t mask = slots_.size() - 1;
-        for (std::size_t i = key & mask;; i = (i + 1) & mask) {
+        if (mask_ == 0) return nullptr;  // no slots yet
+        for (std::uint32_t i = key & mask_;; i = (i + 1) & mask_) {
             const Edge& e = slots_[i];
             if (e.key == key) return &e;
             if (e.key == 0xFFFFFFFFu) return nullptr;
@@ -144,7 +143,8 @@ public:
 
 private:
     std::pmr::vector<Edge> slots_;
-    std::size_t used_ = 0;
+    std::uint32_t mask_ = 0;  ///< `slots_.size() - 1` (a power of two, at least 8), 0 when empty
+    std::uint32_t used_ = 0;
 };
 
 /// One archetype table. Allocated with its slot table right behind it (`slot_count` entries),

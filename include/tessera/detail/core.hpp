@@ -180,9 +180,9 @@ public:
     [[nodiscard]] Archetype* find_archetype(std::span<const ComponentId> sorted_ids) const noexcept;
     /// The archetype of exactly this set (sorted, unique ids, all ensured), created if needed.
     Archetype& archetype_for(std::span<const ComponentId> sorted_ids);
-    /// The archetype `from` leads to by adding (or removing) `id`; cached on `from`'s edges.
-    Archetype& add_edge(Archetype& from, ComponentId id);
-    Archetype& remove_edge(Archetype& from, ComponentId id);
+    /// The archetype `from` leads to by adding (`adding`) or removing `id`, created if needed;
+    /// cached with its move plan on `from`'s edges.
+    Archetype& edge_target(Archetype& from, ComponentId id, bool adding);
     /// The archetype for a cached bundle (a fixed list of types, e.g. a spawn call's), plus the
     /// slot of each type in bundle order.
     struct Bundle {
@@ -230,49 +230,29 @@ public:
     /// `existed[i]`, uninitialised otherwise. Throws not_alive (naming `op`) or bad_alloc
     /// before changing anything. Nothing may throw until the slots are filled.
     RowSlot prepare_add(Entity e, std::span<const ComponentId> ids, bool* existed, const char* op);
-    /// `prepare_add` for one component, with the common case inline: the entity is alive, the
-    /// edge is cached and the target table has room.
-    RowSlot prepare_add_one(Entity e, ComponentId id, bool& existed, const char* op) {
-        const EntityRecord* r = record(e);
-        if (r != nullptr) [[likely]] {
-            Archetype& from = *archetypes_[r->archetype];
-            existed = from.contains(id);
-            if (existed) return {&from, r->row};
-            const EdgeMap::Edge* edge = from.edges.find(id.value);
-            if (edge != nullptr && edge->add != no_index) [[likely]] {
-                Archetype& to = *archetypes_[edge->add];
-                if (to.size < to.capacity) [[likely]] {
-                    if (!(from.slow_rows || to.slow_rows)) [[likely]]
-                        return move_bytes(e, *r, from, to, from, to, edge->add_pivot);
-                    return move_entity(e, *r, to);
-                }
-            }
-        }
-        const ComponentId one[] = {id};
-        return prepare_add(e, one, &existed, op);
-    }
+    /// `prepare_add` for one component; `column` is its column at the returned slot, or
+    /// negative for a tag.
+    RowSlot prepare_add_one(Entity e, ComponentId id, bool& existed, std::int32_t& column,
+                            const char* op);
+    /// The fast path of adding one new component: when `e` is alive and lacks `id`, the edge
+    /// is cached, the target table has room and neither table's rows need more than their
+    /// bytes moved (`slow_rows`), moves the row (the move plan of detail/archetype.hpp) and
+    /// returns the new component's uninitialised slot (for a tag, an address not to write);
+    /// the caller constructs the value before anything else runs. Otherwise changes nothing
+    /// and returns null: the caller takes `prepare_add_one`.
+    std::byte* add_bytes(Entity e, ComponentId id) noexcept;
+    /// The fast path of removing one component `e` has, under the same conditions as
+    /// `add_bytes` (the removed value is trivially destructible there). False when it did
+    /// nothing: the caller takes `remove`.
+    bool remove_bytes(Entity e, ComponentId id) noexcept;
     /// Removes the components of `ids` that `e` has, in one move. False when it had none.
     bool remove(Entity e, std::span<const ComponentId> ids, const char* op);
     /// The archetype `from` leads to without `ids` (created if needed).
     Archetype& removal_target(Archetype& from, std::span<const ComponentId> ids);
-    /// `remove` of one component, with the common case inline.
+    /// `remove` of one component.
     bool remove_one(Entity e, ComponentId id, const char* op) {
-        const EntityRecord* r = record(e);
-        if (r != nullptr) [[likely]] {
-            Archetype& from = *archetypes_[r->archetype];
-            if (!from.contains(id)) return false;
-            const EdgeMap::Edge* edge = from.edges.find(id.value);
-            if (edge != nullptr && edge->remove != no_index) [[likely]] {
-                Archetype& to = *archetypes_[edge->remove];
-                if (to.size < to.capacity) [[likely]] {
-                    if (!(from.slow_rows || to.slow_rows)) [[likely]]
-                        move_bytes(e, *r, from, to, to, from, edge->remove_pivot);
-                    else
-                        move_entity(e, *r, to);
-                    return true;
-                }
-            }
-        }
+        if (remove_bytes(e, id)) [[likely]]
+            return true;
         const ComponentId one[] = {id};
         return remove(e, one, op);
     }
@@ -288,55 +268,6 @@ public:
     /// components the source lacks are left uninitialised (the caller constructs them before
     /// anything else can run). Ticks travel with the values. Precondition: `reserve_rows(to, 1)`.
     RowSlot move_entity(Entity e, const EntityRecord& r, Archetype& to) noexcept;
-    /// `move_entity` along an edge between two tables whose rows are only bytes (neither
-    /// `slow_rows`): every column of `small` (the table with one column fewer, or the same
-    /// columns for a tag) moves to or from column `k + (k >= pivot)` of `large`; the removed
-    /// column, trivially destructible, needs nothing. Precondition: room in `to`.
-    RowSlot move_bytes(Entity e, const EntityRecord& r, Archetype& from, Archetype& to,
-                       const Archetype& small, const Archetype& large,
-                       std::uint32_t pivot) noexcept {
-        const std::uint32_t src = r.row;
-        const std::uint32_t dst = to.size;
-        const bool adding = &small == &from;
-        const Column* sc = small.columns.data();
-        const Column* lc = large.columns.data();
-        const std::size_t n = small.columns.size();
-        for (std::size_t k = 0; k < n; ++k) {
-            const Column& c = sc[k];
-            const Column& l = lc[k + (k >= pivot ? 1 : 0)];
-            const std::size_t size = c.size;
-            std::byte* d = (adding ? l.data : c.data) + dst * size;
-            const std::byte* s = (adding ? c.data : l.data) + src * size;
-            copy_bytes(d, s, size);
-        }
-        to.entities[dst] = e;
-        ++to.size;
-        const std::uint32_t last = from.size - 1;
-        if (src != last) {
-            for (const Column& c : from.columns)
-                copy_bytes(c.data + std::size_t{src} * c.size, c.data + std::size_t{last} * c.size,
-                           c.size);
-            const Entity moved = from.entities[last];
-            from.entities[src] = moved;
-            record_data_[moved.index].row = src;
-        }
-        --from.size;
-        ++from.freed;
-        EntityRecord& rec = record_data_[e.index];
-        rec.archetype = to.index;
-        rec.row = dst;
-        return {&to, dst};
-    }
-    /// Copies one value of `size` bytes; the common sizes compile to a load and a store.
-    static void copy_bytes(std::byte* d, const std::byte* s, std::size_t size) noexcept {
-        switch (size) {
-            case 4: std::memcpy(d, s, 4); break;
-            case 8: std::memcpy(d, s, 8); break;
-            case 12: std::memcpy(d, s, 12); break;
-            case 16: std::memcpy(d, s, 16); break;
-            default: std::memcpy(d, s, size); break;
-        }
-    }
     /// Ensures room for `n` more rows in `a` (strong guarantee).
     void reserve_rows(Archetype& a, std::size_t n);
     /// Stamps the added+changed ticks of `slot` for `id` (when tracked).
@@ -490,6 +421,13 @@ private:
         record_data_[record_count_] = EntityRecord{dead_archetype, 0, 1};  // capacity reserved
         return record_count_++;
     }
+    /// `move_entity` of `e` (at `src` of `from`) along a cached edge between tables whose rows
+    /// are only bytes; `to` has the added column (`Adding`) or lacks the removed one at
+    /// `pivot` of the larger table, or no column differs (`pivot` is `Edge::no_column`, a tag).
+    /// Returns the row in `to`. Precondition: room in `to`. Defined (and used) in core.cpp.
+    template <bool Adding>
+    std::uint32_t move_bytes(Entity e, std::uint32_t src, Archetype& from, Archetype& to,
+                             std::uint32_t pivot) noexcept;
     /// Enable flags on and ticks stamped for a new row.
     void init_row(RowSlot slot) noexcept;
     Bundle new_bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids_in_order);

@@ -77,11 +77,12 @@ T* lookup(const Storage& s, Entity e, ComponentId id) noexcept {
     return data == nullptr ? nullptr : reinterpret_cast<T*>(data) + r->row;
 }
 
+/// Constructs (or, when `existed`, replaces) the `U` at column `c` of `slot` (a tag when
+/// negative: no bytes), stamping it when tracked.
 template <class U, class Arg>
-[[gnu::always_inline]] inline void place(Storage& s, RowSlot slot, bool existed,
+[[gnu::always_inline]] inline void place(Storage& s, RowSlot slot, std::int32_t c, bool existed,
                                          Arg&& arg) noexcept {
-    const std::int32_t c = slot.archetype->slot(component_id<U>());
-    if (c < 0) return;  // tag: no bytes
+    if (c < 0) return;
     Column& col = slot.archetype->columns[static_cast<std::uint32_t>(c)];
     U* p = reinterpret_cast<U*>(col.data) + slot.row;
     if (existed) {
@@ -92,6 +93,12 @@ template <class U, class Arg>
         ::new (static_cast<void*>(p)) U(std::forward<Arg>(arg));
         s.stamp_added(slot, c);
     }
+}
+
+/// Constructs a `U` at `p` (a new component's uninitialised slot; not written for a tag).
+template <class U, class Arg>
+[[gnu::always_inline]] inline void construct_new(std::byte* p, Arg&& arg) noexcept {
+    if constexpr (!std::is_empty_v<U>) ::new (static_cast<void*>(p)) U(std::forward<Arg>(arg));
 }
 
 template <class U, class Arg>
@@ -269,20 +276,50 @@ namespace detail {
 template <class... Ts>
 [[gnu::always_inline]] inline void add_now(Storage& s, Entity e, std::span<const ComponentId> ids,
                                            bool* existed, Ts&&... components) {
-    const RowSlot slot = sizeof...(Ts) == 1 ? s.prepare_add_one(e, ids[0], existed[0], "World::add")
-                                            : s.prepare_add(e, ids, existed, "World::add");
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-        (place<std::remove_cvref_t<Ts>>(s, slot, existed[I], std::forward<Ts>(components)), ...);
+    if constexpr (sizeof...(Ts) == 1) {
+        std::int32_t column;
+        const RowSlot slot = s.prepare_add_one(e, ids[0], existed[0], column, "World::add");
+        (place<std::remove_cvref_t<Ts>>(s, slot, column, existed[0],
+                                        std::forward<Ts>(components)),
+         ...);
+    } else {
+        const RowSlot slot = s.prepare_add(e, ids, existed, "World::add");
+        [&]<std::size_t... I>(std::index_sequence<I...>) {
+            (place<std::remove_cvref_t<Ts>>(s, slot, slot.archetype->slot(ids[I]), existed[I],
+                                            std::forward<Ts>(components)),
+             ...);
+        }
+        (std::index_sequence_for<Ts...>{});
     }
-    (std::index_sequence_for<Ts...>{});
 }
 }  // namespace detail
 
 template <class... Ts>
-requires(sizeof...(Ts) > 0) void World::add(Entity e, Ts&&... components) {
+requires(sizeof...(Ts) > 0) inline void World::add(Entity e, Ts&&... components) {
     static_assert(detail::components_v<Ts...>, TESSERA_COMPONENT_REQUIREMENT);
     static_assert(detail::unique_types_v<std::remove_cvref_t<Ts>...>,
                   "tessera: World::add got the same component type twice");
+    if constexpr (sizeof...(Ts) == 1 && detail::nothrow_forward_v<Ts...> &&
+                  !detail::relation_only_v<Ts...>) {
+        // The common case inline, everything else out of line: a new component on a live
+        // entity, nothing deferring or hooked, the table move cached (`Core::add_bytes`).
+        detail::Storage& s = *storage_;
+        const detail::EntryCheck entry(s);
+        const ComponentId id = component_id<std::remove_cvref_t<Ts>...>();
+        if (!s.deferring() && !s.hooked(id)) [[likely]] {
+            if (std::byte* slot = s.add_bytes(e, id)) [[likely]] {
+                (detail::construct_new<std::remove_cvref_t<Ts>>(slot,
+                                                                std::forward<Ts>(components)),
+                 ...);
+                return;
+            }
+        }
+    }
+    add_slow(e, std::forward<Ts>(components)...);
+}
+
+template <class... Ts>
+[[gnu::noinline]] void World::add_slow(Entity e, Ts&&... components) {
     if constexpr (!detail::nothrow_forward_v<Ts...>) {
         add(e, std::remove_cvref_t<Ts>(std::forward<Ts>(components))...);
     } else {
@@ -386,7 +423,20 @@ void World::add(Entity e) {
 }
 
 template <class... Ts>
-requires(sizeof...(Ts) > 0) bool World::remove(Entity e) {
+requires(sizeof...(Ts) > 0) inline bool World::remove(Entity e) {
+    if constexpr (sizeof...(Ts) == 1 && !detail::relation_only_v<Ts...>) {
+        // The common case inline, as for `add`.
+        detail::Storage& s = *storage_;
+        const detail::EntryCheck entry(s);
+        const ComponentId id = component_id<Ts...>();
+        if (!s.deferring() && !s.hooked(id) && s.remove_bytes(e, id)) [[likely]]
+            return true;
+    }
+    return remove_slow<Ts...>(e);
+}
+
+template <class... Ts>
+[[gnu::noinline]] bool World::remove_slow(Entity e) {
     const detail::EntryCheck entry(*storage_);
     if constexpr (detail::relation_only_v<Ts...>) {
         const ComponentId ids[] = {component_id<Ts>()...};
@@ -398,12 +448,8 @@ requires(sizeof...(Ts) > 0) bool World::remove(Entity e) {
         if (storage_->hooked(ids)) return detail::apply_remove(*storage_, e, ids, "World::remove");
         // Observers of other types only: the usual path.
     }
-    if constexpr (sizeof...(Ts) == 1) {
-        return storage_->remove_one(e, component_id<Ts...>(), "World::remove");
-    } else {
-        const ComponentId ids[] = {component_id<Ts>()...};
-        return storage_->remove(e, ids, "World::remove");
-    }
+    const ComponentId ids[] = {component_id<Ts>()...};
+    return storage_->remove(e, ids, "World::remove");
 }
 
 template <class... Ts>
