@@ -215,7 +215,8 @@ struct Early {  // its id comes before the Bytes types': its column is first in 
 template <std::size_t N>
 Bytes<N> pattern(std::size_t entity) {
     Bytes<N> v{};
-    for (std::size_t i = 0; i < N; ++i) v.b[i] = static_cast<unsigned char>(entity * 31 + i * 7 + N);
+    for (std::size_t i = 0; i < N; ++i)
+        v.b[i] = static_cast<unsigned char>(entity * 31 + i * 7 + N);
     return v;
 }
 
@@ -248,7 +249,9 @@ TEST(World, RowMovesKeepValuesOfEverySize) {
         // Front to back, back to front, odd then even: holes in the middle and at the end.
         std::vector<std::size_t> order(n);
         for (std::size_t k = 0; k < n; ++k) {
-            order[k] = round == 0 ? k : round == 1 ? n - 1 - k : (k < n / 2 ? 2 * k + 1 : 2 * (k - n / 2));
+            order[k] = round == 0   ? k
+                       : round == 1 ? n - 1 - k
+                                    : (k < n / 2 ? 2 * k + 1 : 2 * (k - n / 2));
         }
         for (const std::size_t k : order) w.add(es[k], Early{static_cast<int>(k)});
         check("after adding a first column");

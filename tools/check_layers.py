@@ -18,7 +18,7 @@ import sys
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]', re.M)
 
 CORE = ["include/tessera/detail/core.hpp", "include/tessera/detail/archetype.hpp",
-        "src/core.cpp", "src/core_copy.cpp"]
+        "src/core.cpp", "src/core_copy.cpp", "src/core_move.cpp"]
 CORE_MAY_REACH = {"include/tessera/" + h for h in
                   ["assert.hpp", "component.hpp", "entity.hpp", "error.hpp",
                    "detail/core.hpp", "detail/archetype.hpp", "detail/type_list.hpp"]}

@@ -169,6 +169,10 @@ public:
     /// Records `id` in this world (first use). May throw bad_alloc.
     const ComponentInfo& ensure_component(ComponentId id);
     [[nodiscard]] const ComponentInfo& info(ComponentId id) const noexcept;
+    /// The info of `id` when this world has recorded it, else null.
+    [[nodiscard]] const ComponentInfo* known_info(ComponentId id) const noexcept {
+        return id.value < components_.size() ? components_[id.value].info : nullptr;
+    }
     /// Turns on change tracking for `id`: every existing row is stamped with the current tick.
     void track(ComponentId id);
     [[nodiscard]] bool tracked(ComponentId id) const noexcept {

@@ -107,7 +107,9 @@ public:
     /// `Targets<R>` in any world (`relation_only`), and the data of a relation used here.
     void check_plain(std::span<const ComponentId> ids, const char* op) const {
         for (const ComponentId id : ids) {
-            if ((relations_.object != nullptr && reserved(id)) || relation_only(id)) [[unlikely]]
+            // A type this world has recorded carries its flags here; others need the registry.
+            const ComponentInfo* known = known_info(id);
+            if (known != nullptr ? known->reserved || reserved(id) : relation_only(id)) [[unlikely]]
                 throw_relation_component(id, op);
         }
     }

@@ -279,8 +279,7 @@ template <class... Ts>
     if constexpr (sizeof...(Ts) == 1) {
         std::int32_t column;
         const RowSlot slot = s.prepare_add_one(e, ids[0], existed[0], column, "World::add");
-        (place<std::remove_cvref_t<Ts>>(s, slot, column, existed[0],
-                                        std::forward<Ts>(components)),
+        (place<std::remove_cvref_t<Ts>>(s, slot, column, existed[0], std::forward<Ts>(components)),
          ...);
     } else {
         const RowSlot slot = s.prepare_add(e, ids, existed, "World::add");
@@ -306,10 +305,13 @@ requires(sizeof...(Ts) > 0) inline void World::add(Entity e, Ts&&... components)
         detail::Storage& s = *storage_;
         const detail::EntryCheck entry(s);
         const ComponentId id = component_id<std::remove_cvref_t<Ts>...>();
-        if (!s.deferring() && !s.hooked(id)) [[likely]] {
+        if (!s.deferring()) [[likely]] {
+            if (s.hooked(id)) [[unlikely]] {
+                add_observed(e, {&id, 1}, std::forward<Ts>(components)...);
+                return;
+            }
             if (std::byte* slot = s.add_bytes(e, id)) [[likely]] {
-                (detail::construct_new<std::remove_cvref_t<Ts>>(slot,
-                                                                std::forward<Ts>(components)),
+                (detail::construct_new<std::remove_cvref_t<Ts>>(slot, std::forward<Ts>(components)),
                  ...);
                 return;
             }
@@ -429,8 +431,12 @@ requires(sizeof...(Ts) > 0) inline bool World::remove(Entity e) {
         detail::Storage& s = *storage_;
         const detail::EntryCheck entry(s);
         const ComponentId id = component_id<Ts...>();
-        if (!s.deferring() && !s.hooked(id) && s.remove_bytes(e, id)) [[likely]]
-            return true;
+        if (!s.deferring()) [[likely]] {
+            if (s.hooked(id)) [[unlikely]]
+                return s.hooks().remove(s, e, {&id, 1}, "World::remove");
+            if (s.remove_bytes(e, id)) [[likely]]
+                return true;
+        }
     }
     return remove_slow<Ts...>(e);
 }

@@ -1,0 +1,343 @@
+// Row moves: a row from one table to another along an edge (the fast paths of one add or
+// remove, and the general move), and freeing a row. Like the rest of the core, each mutating
+// function does all that can fail first.
+#include <tessera/detail/core.hpp>
+#include <tessera/error.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <iterator>
+#include <memory>
+
+namespace tessera::detail {
+
+[[noreturn]] void throw_not_alive(const char* op, Entity e, ComponentId id);
+
+namespace {
+
+/// Copies one value of `n` bytes between rows that don't overlap, inline for every size
+/// (overlapping head and tail words, 16-byte blocks past 16), so a loop of row moves calls
+/// nothing and keeps its registers.
+[[gnu::always_inline]] inline void copy_bytes(std::byte* d, const std::byte* s,
+                                              std::size_t n) noexcept {
+    const auto copy = [d, s]<std::size_t W>(std::size_t at) {
+        unsigned char word[W];
+        std::memcpy(word, s + at, W);
+        std::memcpy(d + at, word, W);
+    };
+    if (n == 4) [[likely]] {
+        copy.operator()<4>(0);
+    } else if (n >= 16) {
+        for (std::size_t at = 0; at + 16 < n; at += 16) copy.operator()<16>(at);
+        copy.operator()<16>(n - 16);
+    } else if (n >= 8) {
+        copy.operator()<8>(0);
+        copy.operator()<8>(n - 8);
+    } else if (n >= 4) {
+        copy.operator()<4>(0);
+        copy.operator()<4>(n - 4);
+    } else if (n >= 2) {
+        copy.operator()<2>(0);
+        copy.operator()<2>(n - 2);
+    } else if (n == 1) {
+        copy.operator()<1>(0);
+    }
+}
+
+// Moves one value: its relocate function, else its bytes.
+inline void move_value(const Column& c, std::byte* d, std::byte* s) noexcept {
+    if (c.relocate != nullptr)
+        c.relocate(d, s, 1);
+    else
+        copy_bytes(d, s, c.size);
+}
+
+// Folds a column's whole-chunk stamp into its rows, so a row with an older tick can enter.
+void settle(Column& c, std::uint32_t rows) noexcept {
+    for (std::uint32_t i = 0; i < rows; ++i) c.changed[i] = c.changed_at(i);
+    c.raise_blocks(0, rows, c.stamped);
+    c.stamped = 0;
+}
+
+// Moves row `src` of `from` to row `dst` of `to` (same component): value, ticks, enable flag.
+// Within one table (`&from == &to`) the chunk stamp applies to both rows alike.
+inline void move_row(const Column& from, std::uint32_t src, const Column& to,
+                     std::uint32_t dst) noexcept {
+    move_value(from, to.data + std::size_t{dst} * to.size,
+               from.data + std::size_t{src} * from.size);
+    if (to.changed != nullptr) {
+        to.added[dst] = from.added[src];
+        to.set_changed(dst, &from == &to ? from.changed[src] : from.changed_at(src));
+    }
+    if (to.enabled != nullptr) to.enabled[dst] = from.enabled[src];
+}
+
+// The sorted set `from` +/- `ids`, in a buffer from `mr`.
+std::pmr::vector<ComponentId> merged_set(const Archetype& from, std::span<const ComponentId> ids,
+                                         bool adding, std::pmr::memory_resource* mr) {
+    std::pmr::vector<ComponentId> sorted(ids.begin(), ids.end(), mr);
+    std::sort(sorted.begin(), sorted.end());
+    std::pmr::vector<ComponentId> out(mr);
+    out.reserve(from.ids.size() + sorted.size());
+    if (adding) {
+        std::set_union(from.ids.begin(), from.ids.end(), sorted.begin(), sorted.end(),
+                       std::back_inserter(out));
+    } else {
+        std::set_difference(from.ids.begin(), from.ids.end(), sorted.begin(), sorted.end(),
+                            std::back_inserter(out));
+    }
+    return out;
+}
+}  // namespace
+
+Archetype& Core::edge_target(Archetype& from, ComponentId id, bool adding) {
+    if (const EdgeMap::Edge* e = from.edges.find(id.value); e != nullptr) {
+        const std::uint32_t to = adding ? e->add : e->remove;
+        if (to != no_index) return *archetypes_[to];
+    }
+    if (adding) ensure_component(id);
+    const ComponentId one[] = {id};
+    Archetype& to = archetype_for(merged_set(from, one, adding, mr_));
+    // Only tables with rows get edges: the fast paths (`add_bytes`) move rows along them.
+    if (from.index == pending_archetype || from.index == dead_archetype) return to;
+    EdgeMap::Edge& edge = from.edges.get(id.value);
+    (adding ? edge.add : edge.remove) = to.index;
+    // The pivot is the column `id` has in the larger table of the two.
+    const std::int32_t c = (adding ? to : from).slot(id);
+    (adding ? edge.add_pivot : edge.remove_pivot) =
+        c >= 0 ? static_cast<std::uint16_t>(c) : EdgeMap::Edge::no_column;
+    return to;
+}
+
+// Moves the last row of `a` into `row`, whose values are already gone (destroyed or moved out).
+inline void Core::free_row(Archetype& a, std::uint32_t row) noexcept {
+    const std::uint32_t last = a.size - 1;
+    if (row != last) {
+        if (a.tracked || a.enableable) {
+            for (const Column& c : a.columns) move_row(c, last, c, row);
+        } else {
+            for (const Column& c : a.columns) {
+                move_value(c, c.data + std::size_t{row} * c.size,
+                           c.data + std::size_t{last} * c.size);
+            }
+        }
+        const Entity moved = a.entities[last];
+        a.entities[row] = moved;
+        record_data_[moved.index].row = row;
+    }
+    --a.size;
+    ++a.freed;
+}
+
+bool Core::despawn(Entity e) noexcept {
+    if (record(e) == nullptr) return false;
+    EntityRecord& r = record_data_[e.index];
+    if (r.archetype != pending_archetype) {
+        Archetype& a = *archetypes_[r.archetype];
+        destroy_rows(a, r.row, 1);
+        free_row(a, r.row);
+    }
+    r.archetype = dead_archetype;
+    // Generations wrap to 1; 0xFFFFFFFF is never used (it marks command-buffer placeholders).
+    r.generation = r.generation + 1 >= 0xFFFFFFFFu ? 1 : r.generation + 1;
+    r.row = free_head_;
+    free_head_ = e.index;
+    ++free_count_;
+    --alive_;
+    return true;
+}
+
+namespace {
+/// Row `dst` of columns `into`.. gets the values of row `src` of columns [c, end) (one to
+/// one), whose hole the values of row `last` fill (a copy onto itself when `src` is last).
+[[gnu::always_inline]] inline void move_columns(const Column* c, const Column* end,
+                                                const Column* into, std::size_t src,
+                                                std::size_t dst, std::size_t last) noexcept {
+    for (; c != end; ++c, ++into) {
+        const std::size_t size = c->size;
+        std::byte* hole = c->data + src * size;
+        copy_bytes(into->data + dst * size, hole, size);
+        copy_bytes(hole, c->data + last * size, size);
+    }
+}
+}  // namespace
+
+template <bool Adding>
+[[gnu::always_inline]] inline std::uint32_t Core::move_bytes(Entity e, std::uint32_t src,
+                                                             Archetype& from, Archetype& to,
+                                                             std::uint32_t pivot) noexcept {
+    const std::uint32_t dst = to.size;
+    const std::uint32_t last = from.size - 1;
+    // Columns are in id order in both tables: they pair up one to one on each side of the
+    // pivot, the column of the added (or removed) component in the larger table.
+    const Column* c = from.columns.data();
+    const Column* const end = std::to_address(from.columns.end());
+    const Column* into = to.columns.data();
+    if (pivot != EdgeMap::Edge::no_column) {
+        move_columns(c, c + pivot, into, src, dst, last);
+        c += pivot;
+        into += pivot;
+        if constexpr (Adding) {
+            ++into;  // the added column: the caller constructs its value
+        } else {
+            // The removed value is trivially destructible: its hole only needs filling.
+            copy_bytes(c->data + std::size_t{src} * c->size, c->data + std::size_t{last} * c->size,
+                       c->size);
+            ++c;
+        }
+    }
+    move_columns(c, end, into, src, dst, last);
+    to.entities[dst] = e;
+    ++to.size;
+    // The last row fills the hole (when `e` was last, it is `e` itself: its record is set
+    // again below).
+    const Entity moved = from.entities[last];
+    from.entities[src] = moved;
+    record_data_[moved.index].row = src;
+    --from.size;
+    ++from.freed;
+    EntityRecord& r = record_data_[e.index];
+    r.archetype = to.index;
+    r.row = dst;
+    return dst;
+}
+
+namespace {
+std::byte tag_slot;  // where `add_bytes` says a tag's (absent) value goes
+}  // namespace
+
+std::byte* Core::add_bytes(Entity e, ComponentId id) noexcept {
+    // A dead slot's generation can match a forged handle, but it points at the sentinel
+    // archetype, which has no components and no edges.
+    if (e.index >= record_count_) return nullptr;
+    const EntityRecord& r = record_data_[e.index];
+    if (r.generation != e.generation) return nullptr;
+    Archetype& from = *archetypes_[r.archetype];
+    if (from.contains(id)) return nullptr;
+    const EdgeMap::Edge* edge = from.edges.find(id.value);
+    if (edge == nullptr || edge->add == no_index) return nullptr;
+    Archetype& to = *archetypes_[edge->add];
+    if (to.size == to.capacity || from.slow_rows || to.slow_rows) return nullptr;
+    const std::uint32_t pivot = edge->add_pivot;
+    const std::uint32_t row = move_bytes<true>(e, r.row, from, to, pivot);
+    if (pivot == EdgeMap::Edge::no_column) return &tag_slot;
+    const Column& c = to.columns[pivot];
+    return c.data + std::size_t{row} * c.size;
+}
+
+bool Core::remove_bytes(Entity e, ComponentId id) noexcept {
+    if (e.index >= record_count_) return false;
+    const EntityRecord& r = record_data_[e.index];
+    if (r.generation != e.generation) return false;
+    Archetype& from = *archetypes_[r.archetype];
+    if (!from.contains(id)) return false;
+    const EdgeMap::Edge* edge = from.edges.find(id.value);
+    if (edge == nullptr || edge->remove == no_index) return false;
+    Archetype& to = *archetypes_[edge->remove];
+    if (to.size == to.capacity || from.slow_rows || to.slow_rows) return false;
+    move_bytes<false>(e, r.row, from, to, edge->remove_pivot);
+    return true;
+}
+
+RowSlot Core::prepare_add_one(Entity e, ComponentId id, bool& existed, std::int32_t& column,
+                              const char* op) {
+    const EntityRecord* r = record(e);
+    if (r == nullptr) throw_not_alive(op, e, id);
+    Archetype& from = *archetypes_[r->archetype];
+    column = from.slot(id);
+    existed = column != slot_absent;
+    if (existed) return {&from, r->row};
+    const EdgeMap::Edge* edge = from.edges.find(id.value);
+    Archetype* target = nullptr;
+    if (edge != nullptr && edge->add != no_index) {
+        target = archetypes_[edge->add];
+    } else {
+        target = &edge_target(from, id, true);
+        edge = from.edges.find(id.value);  // still none from the pending table
+    }
+    Archetype& to = *target;
+    if (to.size == to.capacity) reserve_rows(to, 1);
+    column = to.slot(id);
+    // Nothing below throws.
+    if (edge != nullptr && !(from.slow_rows || to.slow_rows))
+        return {&to, move_bytes<true>(e, r->row, from, to, edge->add_pivot)};
+    return move_entity(e, *r, to);
+}
+
+RowSlot Core::move_entity(Entity e, const EntityRecord& rec, Archetype& to) noexcept {
+    Archetype& from = *archetypes_[rec.archetype];
+    const std::uint32_t src = rec.row;
+    const std::uint32_t dst = to.size;
+    const bool plain = !(from.tracked || from.enableable || to.tracked || to.enableable);
+    for (const Column& c : from.columns) {
+        std::byte* target = column_data(c.id, to.index);
+        if (target != nullptr && plain) {
+            move_value(c, target + std::size_t{dst} * c.size, c.data + std::size_t{src} * c.size);
+        } else if (target != nullptr) {
+            Column& into = to.columns[static_cast<std::uint32_t>(to.slot(c.id))];
+            if (into.stamped != 0 && c.changed != nullptr && c.changed_at(src) < into.stamped) {
+                settle(into, to.size);  // else the row would look changed at the stamp
+            }
+            move_row(c, src, into, dst);
+        } else if (c.destroy != nullptr) {
+            c.destroy(c.data + std::size_t{src} * c.size, 1);
+        }
+    }
+    if (to.enableable) {
+        // Components new to the row start enabled; their values are the caller's to construct.
+        for (Column& c : to.columns) {
+            if (c.enabled != nullptr && !from.contains(c.id)) c.enabled[dst] = 1;
+        }
+    }
+    to.entities[dst] = e;
+    ++to.size;
+    if (from.index != pending_archetype) free_row(from, src);
+    EntityRecord& r = record_data_[e.index];
+    r.archetype = to.index;
+    r.row = dst;
+    return {&to, dst};
+}
+
+RowSlot Core::prepare_add(Entity e, std::span<const ComponentId> ids, bool* existed,
+                          const char* op) {
+    const EntityRecord* r = record(e);
+    if (r == nullptr) throw_not_alive(op, e, ids[0]);
+    Archetype& from = *archetypes_[r->archetype];
+    bool all = true;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        existed[i] = from.contains(ids[i]);
+        all = all && existed[i];
+    }
+    if (all) return {&from, r->row};
+    Archetype* to = nullptr;
+    if (ids.size() == 1) {
+        to = &edge_target(from, ids[0], true);
+    } else {
+        for (ComponentId id : ids) ensure_component(id);
+        to = &archetype_for(merged_set(from, ids, true, mr_));
+    }
+    reserve_rows(*to, 1);
+    return move_entity(e, *r, *to);
+}
+
+bool Core::remove(Entity e, std::span<const ComponentId> ids, const char* op) {
+    const EntityRecord* r = record(e);
+    if (r == nullptr) throw_not_alive(op, e, ids[0]);
+    Archetype& from = *archetypes_[r->archetype];
+    if (std::none_of(ids.begin(), ids.end(), [&](ComponentId id) { return from.contains(id); })) {
+        return false;
+    }
+    Archetype& to = removal_target(from, ids);
+    reserve_rows(to, 1);
+    move_entity(e, *r, to);
+    return true;
+}
+
+Archetype& Core::removal_target(Archetype& from, std::span<const ComponentId> ids) {
+    return ids.size() == 1 ? edge_target(from, ids[0], false)
+                           : archetype_for(merged_set(from, ids, false, mr_));
+}
+
+[[noreturn]] void throw_missing(const char* op, Entity e, ComponentId id);
+
+}  // namespace tessera::detail
