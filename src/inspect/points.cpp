@@ -55,12 +55,12 @@ PointField resolve(const Storage& s, const std::string& what, const std::string&
 template <class T>
 void copy_column(const Column& col, std::uint32_t offset, std::size_t first, std::size_t step,
                  std::size_t n, double* out) {
-    const std::byte* p = col.data + first * col.size + offset;
+    const std::byte* base = col.data + first * col.size + offset;
     const std::size_t jump = step * col.size;
-    for (std::size_t i = 0; i < n; ++i, p += jump, out += 3) {
+    for (std::size_t i = 0; i < n; ++i) {
         T v;
-        std::memcpy(&v, p, sizeof v);
-        *out = static_cast<double>(v);
+        std::memcpy(&v, base + i * jump, sizeof v);
+        out[3 * i] = static_cast<double>(v);
     }
 }
 
@@ -172,14 +172,23 @@ Points collect_points(const Storage& s, const PointsRequest& request, std::uint6
     return out;
 }
 
+namespace {
+
+/// `name` as a JSON string (invalid UTF-8 replaced).
+std::string text_of(const std::string& name) {
+    return json(name).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
 std::string write_points(const Points& p) {
     const std::size_t n = p.entities.size();
     std::string out;
     out.reserve(256 + n * 48);
     out += R"({"frame":)" + std::to_string(p.frame);
-    out += R"(,"x":)" + json(p.x.name).dump();
-    out += R"(,"y":)" + json(p.y.name).dump();
-    out += R"(,"color":)" + json(p.by_archetype ? "archetype" : p.color.name).dump();
+    out += R"(,"x":)" + text_of(p.x.name);
+    out += R"(,"y":)" + text_of(p.y.name);
+    out += R"(,"color":)" + text_of(p.by_archetype ? "archetype" : p.color.name);
     out += R"(,"total":)" + std::to_string(p.total);
     out += R"(,"count":)" + std::to_string(n);
     out += R"(,"stride":)" + std::to_string(p.stride);
