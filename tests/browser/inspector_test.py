@@ -341,7 +341,15 @@ def run(arena, out_dir):
         edited = None
         value = 7.25
         speed_css = '#detail input[data-component="arena::Unit"][data-path="speed"]'
-        for entity in listed[:10]:
+        tried = set()
+        for _ in range(10):
+            # The list as it is now (units die and change tables, so it moves on).
+            now = driver.execute_script(
+                "return [...document.querySelectorAll('#entity-list li')].map((li) => li.dataset.id);")
+            entity = next((i for i in now if i not in tried), None)
+            if entity is None:
+                break
+            tried.add(entity)
             try:
                 retry_stale(lambda: driver.find_element(
                     By.CSS_SELECTOR, f'#entity-list li[data-id="{entity}"]').click())
@@ -354,8 +362,10 @@ def run(arena, out_dir):
                 retry_stale(type_value)
                 wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, speed_css + ".saved"),
                      timeout=5)
-            except (TimeoutException, WebDriverException):
-                continue  # the unit died, or the list moved under the click: try the next
+            except (TimeoutException, WebDriverException) as e:
+                # The unit died, or the list moved under the click: try the next.
+                print(f"no edit of {entity}: {type(e).__name__}", flush=True)
+                continue
             status, body = api_get(base, "/api/entity/" + entity)
             if status == 404:
                 continue  # died right after the edit
