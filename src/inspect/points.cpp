@@ -57,10 +57,12 @@ void copy_column(const Column& col, std::uint32_t offset, std::size_t first, std
                  std::size_t n, double* out) {
     const std::byte* base = col.data + first * col.size + offset;
     const std::size_t jump = step * col.size;
-    for (std::size_t i = 0; i < n; ++i) {
+    const std::byte* p = base;
+    for (std::size_t i = 0; i < n; ++i, out += 3) {
         T v;
-        std::memcpy(&v, base + i * jump, sizeof v);
-        out[3 * i] = static_cast<double>(v);
+        std::memcpy(&v, p, sizeof v);
+        *out = static_cast<double>(v);
+        if (i + 1 < n) p += jump;
     }
 }
 
