@@ -15,8 +15,9 @@
 /// **Threads.** The server's threads never touch the world. Each API request is queued and
 /// waits (up to `InspectorOptions::reply_timeout`) for the next `update`, which runs on the
 /// world's thread, reads (or, for a field edit, writes) the world and answers it. With nobody
-/// asking, `update` costs a mutex lock and a clock read. A request that no `update` answers in
-/// time gets 503 and changes nothing.
+/// asking, `update` costs a mutex lock, a clock read and one frame sample for the charts
+/// (while the charts are watched, also a `Schedule::stats()` call). A request that no `update`
+/// answers in time gets 503 and changes nothing.
 #pragma once
 
 #include <tessera/fwd.hpp>

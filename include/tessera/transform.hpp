@@ -21,12 +21,19 @@
 /// before anything is computed), so it invalidates pointers, spans and chunks into the world
 /// like any `add`. It makes no other structural change.
 ///
+/// **Reflection.** Both are reflected components (`component_info<T>().schema`), so the
+/// inspector shows and edits their fields and snapshots write them by field: one field
+/// `matrix`, an array of 4 columns, each a record of `x`, `y`, `z`, `w` (f32). Paths name one
+/// value, e.g. `"matrix[3].x"`, the x of the translation column:
+/// `world.set_field(e, component_id<LocalTransform>(), "matrix[3].x", 2.5f)`.
+///
 /// **Memory.** The per-world state (a cached plan of the hierarchy: about 56 bytes per entity
 /// with a `LocalTransform` plus 36 per entity index) comes from the world's memory resource and
 /// keeps its capacity: once warm, a call allocates nothing unless the world has grown (more
 /// entity indices, new archetypes) or `WorldTransform`s must be added.
 #pragma once
 
+#include <tessera/component.hpp>
 #include <tessera/fwd.hpp>
 
 #include <glm/mat4x4.hpp>
@@ -55,6 +62,20 @@ struct WorldTransform {
     friend bool operator==(const WorldTransform& a, const WorldTransform& b) noexcept {
         return a.matrix == b.matrix;
     }
+};
+
+/// The field metadata of `LocalTransform`: `matrix`, 4 columns of {x, y, z, w} (f32).
+template <>
+struct reflect<LocalTransform> {
+    /// Defined in src/transform_reflect.cpp (one schema for every translation unit).
+    static const Schema& schema();
+};
+
+/// The field metadata of `WorldTransform`: `matrix`, 4 columns of {x, y, z, w} (f32).
+template <>
+struct reflect<WorldTransform> {
+    /// Defined in src/transform_reflect.cpp (one schema for every translation unit).
+    static const Schema& schema();
 };
 
 /// Computes `WorldTransform = parent world * LocalTransform` for every entity with a

@@ -16,6 +16,8 @@
 #include <tessera/schedule.hpp>
 #include <tessera/world.hpp>
 
+#include "history.hpp"
+#include "points.hpp"
 #include "server.hpp"
 #include "world_json.hpp"
 
@@ -64,9 +66,14 @@ using json = nlohmann::json;
 using detail::Archetype;
 using detail::Storage;
 using detail::inspector::add_leaves;
+using detail::inspector::each_archetype;
+using detail::inspector::entity_text;
+using detail::inspector::fail;
 using detail::inspector::find_by_name;
 using detail::inspector::leaf_value;
 using detail::inspector::names_of;
+using detail::inspector::split_names;
+using Failure = detail::inspector::RequestError;
 
 constexpr std::size_t max_limit = 1000;            ///< entities / archetypes per page
 constexpr std::size_t default_limit = 100;         ///< when `limit` is not given
@@ -75,7 +82,17 @@ constexpr std::size_t frame_samples = 128;         ///< frame times kept for the
 
 /// A request for the world thread, and its answer.
 struct Pending {
-    enum class Kind : std::uint8_t { stats, archetypes, systems, entities, entity, edit };
+    enum class Kind : std::uint8_t {
+        stats,
+        archetypes,
+        systems,
+        entities,
+        entity,
+        edit,
+        points,
+        fields,
+        history
+    };
     Kind kind = Kind::stats;
     // Arguments, validated on the server thread.
     Entity entity;
@@ -84,6 +101,8 @@ struct Pending {
     std::size_t limit = default_limit;
     std::string component, field;
     json value;
+    detail::inspector::PointsRequest points_request;
+    detail::inspector::Points points;  ///< the answer to a points request, written by serve()
     // Answer, written by the world thread under the inspector's mutex.
     bool taken = false;
     bool done = false;
@@ -98,16 +117,6 @@ std::string dump(const json& j) {
 
 std::string error_body(const std::string& message) {
     return dump(json{{"error", message}});
-}
-
-/// A failed request: its HTTP status and message.
-struct Failure {
-    int status;
-    std::string message;
-};
-
-std::string entity_text(Entity e) {
-    return std::to_string(e.index) + ":" + std::to_string(e.generation);
 }
 
 template <class T>
@@ -127,26 +136,6 @@ std::optional<Entity> parse_entity(std::string_view s) {
     const auto generation = parse_number<std::uint32_t>(s.substr(colon + 1));
     if (!index || !generation) return std::nullopt;
     return Entity{*index, *generation};
-}
-
-std::vector<std::string> split_names(const std::string& list) {
-    std::vector<std::string> out;
-    std::size_t start = 0;
-    while (start <= list.size()) {
-        const std::size_t comma = std::min(list.find(',', start), list.size());
-        if (comma > start) out.push_back(list.substr(start, comma - start));
-        start = comma + 1;
-    }
-    return out;
-}
-
-/// Archetypes a user can see, in creation order (the empty one included, the sentinels not).
-template <class F>
-void each_archetype(const Storage& s, F&& fn) {
-    for (std::size_t i = detail::empty_archetype; i < s.archetype_slots(); ++i) {
-        if (i == detail::pending_archetype) continue;
-        fn(s.archetype(static_cast<std::uint32_t>(i)));
-    }
 }
 
 }  // namespace
@@ -172,7 +161,8 @@ struct Inspector::Impl {
     // World thread only.
     std::atomic<std::uint64_t> frames{0};
     std::optional<std::chrono::steady_clock::time_point> last_update;
-    std::vector<double> frame_ms;  ///< ring of the last `frame_samples` frame times
+    std::vector<double> frame_ms;             ///< ring of the last `frame_samples` frame times
+    detail::inspector::FrameHistory history;  ///< the charts' frames
     std::size_t frame_next = 0;
     double last_frame_ms = 0;
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
@@ -189,7 +179,7 @@ struct Inspector::Impl {
 
     // World thread: one request each.
     /// The answer to `p` (200). @throws Failure for a bad request.
-    json answer(const Pending& p, World& world, Schedule* schedule);
+    json answer(Pending& p, World& world, Schedule* schedule);
     json stats(const World& world) const;
     static json archetypes(const World& world, const Pending& p);
     static json systems(Schedule* schedule);
@@ -199,10 +189,6 @@ struct Inspector::Impl {
 };
 
 namespace {
-[[noreturn]] void fail(int status, std::string message) {
-    throw Failure{status, std::move(message)};
-}
-
 void check_alive(const World& world, Entity e) {
     const Storage& s = world.storage();
     if (world.is_alive(e)) return;
@@ -354,6 +340,10 @@ void Inspector::Impl::serve(const std::shared_ptr<Pending>& p, httplib::Response
         if (!p->taken) queue.erase(std::find(queue.begin(), queue.end(), p));
         return reply(res, 503, error_body("the inspector is shutting down"));
     }
+    if (p->kind == Pending::Kind::points && p->status == 200) {
+        lock.unlock();  // written here, off the world's thread
+        return reply(res, 200, detail::inspector::write_points(p->points));
+    }
     reply(res, p->status, p->body);
 }
 
@@ -398,6 +388,34 @@ void Inspector::Impl::routes() {
     };
     server.Get("/api/stats", simple(Pending::Kind::stats));
     server.Get("/api/systems", simple(Pending::Kind::systems));
+    server.Get("/api/fields", simple(Pending::Kind::fields));
+    server.Get("/api/history", simple(Pending::Kind::history));
+    server.Get("/api/points", [this](const httplib::Request& req, httplib::Response& res) {
+        auto p = std::make_shared<Pending>();
+        p->kind = Pending::Kind::points;
+        detail::inspector::PointsRequest& q = p->points_request;
+        q.x = req.get_param_value("x");
+        q.y = req.get_param_value("y");
+        if (req.has_param("color")) q.color = req.get_param_value("color");
+        for (const auto& [what, spec] : {std::pair{"x", q.x}, {"y", q.y}, {"color", q.color}}) {
+            if (spec == "archetype" && std::string_view(what) == "color") continue;
+            if (auto problem = detail::inspector::spec_problem(what, spec); !problem.empty())
+                return reply(res, 400, error_body(problem));
+        }
+        if (req.has_param("limit")) {
+            const auto n = parse_number<std::size_t>(req.get_param_value("limit"));
+            if (!n || *n == 0 || *n > detail::inspector::max_points)
+                return reply(res, 400,
+                             error_body("limit must be an integer from 1 to " +
+                                        std::to_string(detail::inspector::max_points)));
+            q.limit = *n;
+        }
+        if (req.has_param("with")) q.with = split_names(req.get_param_value("with"));
+        if (req.has_param("without")) q.without = split_names(req.get_param_value("without"));
+        if (q.with.size() + q.without.size() > 64)
+            return reply(res, 400, error_body("at most 64 components in with and without"));
+        serve(p, res);
+    });
 
     // offset/limit: decimal, limit 1..1000.
     auto paging = [](const httplib::Request& req, Pending& p) -> std::optional<std::string> {
@@ -481,6 +499,8 @@ void Inspector::update(World& world, Schedule* schedule) {
             m.frame_ms[m.frame_next] = ms;
         m.frame_next = (m.frame_next + 1) % frame_samples;
         m.last_frame_ms = ms;
+        m.history.record(m.frames.load() + 1, ms, world.count(), world.archetype_count(), schedule,
+                         now);
     }
     m.last_update = now;
     m.frames.fetch_add(1);
@@ -499,7 +519,8 @@ void Inspector::update(World& world, Schedule* schedule) {
         int status = 200;
         std::string body;
         try {
-            body = dump(m.answer(*p, world, schedule));
+            json answer = m.answer(*p, world, schedule);
+            if (p->kind != Pending::Kind::points) body = dump(answer);
         } catch (const Failure& f) {
             status = f.status;
             body = error_body(f.message);
@@ -515,7 +536,7 @@ void Inspector::update(World& world, Schedule* schedule) {
     m.answered.notify_all();
 }
 
-json Inspector::Impl::answer(const Pending& p, World& world, Schedule* schedule) {
+json Inspector::Impl::answer(Pending& p, World& world, Schedule* schedule) {
     switch (p.kind) {
         case Pending::Kind::stats: return stats(world);
         case Pending::Kind::archetypes: return archetypes(world, p);
@@ -523,6 +544,15 @@ json Inspector::Impl::answer(const Pending& p, World& world, Schedule* schedule)
         case Pending::Kind::entities: return entities(world, p);
         case Pending::Kind::entity: return entity(world, p.entity);
         case Pending::Kind::edit: return edit(world, p);
+        case Pending::Kind::points:
+            // Only the columns are read here; serve() writes the text on the server thread.
+            p.points =
+                detail::inspector::collect_points(world.storage(), p.points_request, frames.load());
+            return nullptr;
+        case Pending::Kind::fields: return detail::inspector::numeric_fields(world.storage());
+        case Pending::Kind::history:
+            history.watch(std::chrono::steady_clock::now());
+            return history.to_json();
     }
     return nullptr;
 }
@@ -600,24 +630,13 @@ json Inspector::Impl::systems(Schedule* schedule) {
 
 json Inspector::Impl::entities(const World& world, const Pending& p) {
     const Storage& s = world.storage();
-    std::vector<ComponentId> with, without;
-    for (const auto* names : {&p.with, &p.without}) {
-        for (const std::string& name : *names) {
-            std::string problem;
-            const std::optional<ComponentId> id = find_by_name(s, name, &problem);
-            if (!id) fail(400, problem);
-            (names == &p.with ? with : without).push_back(*id);
-        }
-    }
+    const std::vector<ComponentId> with = detail::inspector::ids_by_name(s, p.with);
+    const std::vector<ComponentId> without = detail::inspector::ids_by_name(s, p.without);
     json list = json::array();
     json names = json::object();
     std::size_t total = 0;
     each_archetype(s, [&](const Archetype& a) {
-        if (a.size == 0) return;
-        for (const ComponentId id : with)
-            if (!a.contains(id)) return;
-        for (const ComponentId id : without)
-            if (a.contains(id)) return;
+        if (a.size == 0 || !detail::inspector::matches(a, with, without)) return;
         const std::size_t first = total;
         total += a.size;
         // The rows of this table that fall in [offset, offset + limit).

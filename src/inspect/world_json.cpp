@@ -6,10 +6,12 @@
 #include <tessera/dynamic.hpp>
 #include <tessera/world.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <type_traits>
+#include <utility>
 
 namespace tessera::detail::inspector {
 
@@ -81,6 +83,45 @@ void add_leaves(const Storage& s, const FieldInfo& f, const std::byte* base,
         if (f.is_enum) leaf["enum"] = true;
         out.push_back(std::move(leaf));
     }
+}
+
+void fail(int status, std::string message) {
+    throw RequestError{status, std::move(message)};
+}
+
+std::string entity_text(Entity e) {
+    return std::to_string(e.index) + ":" + std::to_string(e.generation);
+}
+
+std::vector<std::string> split_names(const std::string& list) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', start), list.size());
+        if (comma > start) out.push_back(list.substr(start, comma - start));
+        start = comma + 1;
+    }
+    return out;
+}
+
+std::vector<ComponentId> ids_by_name(const Storage& s, const std::vector<std::string>& names) {
+    std::vector<ComponentId> ids;
+    for (const std::string& name : names) {
+        std::string problem;
+        const std::optional<ComponentId> id = find_by_name(s, name, &problem);
+        if (!id) fail(400, problem);
+        ids.push_back(*id);
+    }
+    return ids;
+}
+
+bool matches(const Archetype& a, const std::vector<ComponentId>& with,
+             const std::vector<ComponentId>& without) {
+    for (const ComponentId id : with)
+        if (!a.contains(id)) return false;
+    for (const ComponentId id : without)
+        if (a.contains(id)) return false;
+    return true;
 }
 
 json names_of(const Archetype& a) {

@@ -12,11 +12,45 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tessera::detail::inspector {
 
 /// Field values shown per component at most (the rest: `"truncated": true`).
 inline constexpr std::size_t max_leaves = 256;
+
+/// A bad request: its HTTP status and message (thrown while answering, caught by the
+/// inspector, which answers with it).
+struct RequestError {
+    int status;
+    std::string message;
+};
+
+/// Throws RequestError{status, message}.
+[[noreturn]] void fail(int status, std::string message);
+
+/// "index:generation".
+std::string entity_text(Entity e);
+
+/// The comma-separated names of `list` (empty items skipped).
+std::vector<std::string> split_names(const std::string& list);
+
+/// Archetypes a user can see, in creation order (the empty one included, the sentinels not).
+template <class F>
+void each_archetype(const Storage& s, F&& fn) {
+    for (std::size_t i = empty_archetype; i < s.archetype_slots(); ++i) {
+        if (i == pending_archetype) continue;
+        fn(s.archetype(static_cast<std::uint32_t>(i)));
+    }
+}
+
+/// The ids of component names (`find_by_name`), in order. @throws RequestError(400) naming
+/// an unknown or ambiguous one.
+std::vector<ComponentId> ids_by_name(const Storage& s, const std::vector<std::string>& names);
+
+/// Whether archetype `a` has every one of `with` and none of `without`.
+bool matches(const Archetype& a, const std::vector<ComponentId>& with,
+             const std::vector<ComponentId>& without);
 
 /// The component of the world named `name`: its exact name, or else the one whose name ends
 /// in "::" + `name` (when exactly one does). Nothing when none, with `*problem` saying why

@@ -15,11 +15,13 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -904,3 +906,225 @@ TEST(Inspector, ManyClientsWhileTheWorldChangesEveryFrame) {
 }
 
 }  // namespace
+
+// ----- the map's points, the field list, the charts' history -----------------------------
+
+namespace {
+
+/// `spec` percent-encoded for a query string ('[' and ']' in paths, ':' in names).
+std::string q(const std::string& spec) {
+    return httplib::detail::encode_query_param(spec);
+}
+
+}  // namespace
+
+TEST(Inspector, PointsAreTheChosenFieldsOfTheMatchingRows) {
+    ts::World world;
+    const ts::Entity p = world.spawn(Body{{1.5f, -2}, 7, false, "", {}, {}, 9}, Vel{0.25f, 0});
+    const ts::Entity r = world.spawn(Body{{3, 4}, 8, false, "", {}, {}, 200});  // no Vel
+    world.spawn(Body{{5, 6}, 9, false, "", {}, {}, 1}, Frozen{});
+    world.spawn(Vel{9, 9});  // no Body: never a point
+    ts::Inspector inspector(0);
+    FrameLoop loop(inspector, world);
+    // Colour by a field: null where the row lacks its component.
+    Reply a = get(inspector.port(),
+                  "/api/points?x=Body.pos.x&y=insp::Body.pos.y&color=Vel.dx"
+                  "&without=Frozen");
+    ASSERT_EQ(a.status, 200) << a.body;
+    EXPECT_EQ(a.body["x"], "insp::Body.pos.x");
+    EXPECT_EQ(a.body["y"], "insp::Body.pos.y");
+    EXPECT_EQ(a.body["color"], "insp::Vel.dx");
+    EXPECT_EQ(a.body["total"], 2);
+    EXPECT_EQ(a.body["count"], 2);
+    EXPECT_EQ(a.body["stride"], 1);
+    // Archetype order: p's table (Body, Vel) was made first.
+    EXPECT_EQ(a.body["entities"], json::array({p.index, p.generation, r.index, r.generation}));
+    EXPECT_EQ(a.body["points"], json::parse("[1.5, -2, 0.25, 3, 4, null]"));
+    EXPECT_EQ(a.body["archetypes"].size(), 2u);
+    // By archetype (the default), integer and bool fields too.
+    Reply b = get(inspector.port(), "/api/points?x=Body.level&y=Body.awake&with=Frozen");
+    ASSERT_EQ(b.status, 200) << b.body;
+    EXPECT_EQ(b.body["color"], "archetype");
+    ASSERT_EQ(b.body["points"].size(), 3u);
+    EXPECT_EQ(b.body["points"][0], 1);
+    EXPECT_EQ(b.body["points"][1], 0);
+    const std::string archetype = std::to_string(b.body["points"][2].get<int>());
+    ASSERT_TRUE(b.body["archetypes"].contains(archetype)) << b.body;
+    EXPECT_EQ(b.body["archetypes"][archetype], json::array({"insp::Body", "insp::Frozen"}));
+    // Array elements by index.
+    Reply c = get(inspector.port(), "/api/points?x=" + q("Body.rgb[2]") + "&y=Body.hp");
+    ASSERT_EQ(c.status, 200) << c.body;
+    EXPECT_EQ(c.body["count"], 3);
+}
+
+TEST(Inspector, PointsWithBadFieldsOrLimitsGet400) {
+    Scene s;
+    ts::Inspector inspector(0);
+    FrameLoop loop(inspector, s.world);
+    const std::string ok = "x=Body.pos.x&y=Body.pos.y";
+    struct Case {
+        std::string query;
+        std::string says;  ///< in the message
+    };
+    const Case cases[] = {
+        {"y=Body.pos.y", "x is missing"},
+        {"x=Body.pos.x", "y is missing"},
+        {"x=Body&y=Body.pos.y", "not Component.field"},
+        {"x=Nothing.x&y=Body.pos.y", "unknown component 'Nothing'"},
+        {"x=Body.speed&y=Body.pos.y", "no field 'speed'"},
+        {"x=Body.pos&y=Body.pos.y", "struct"},
+        {"x=Body.rgb&y=Body.pos.y", "array"},
+        {"x=" + q("Body.rgb[3]") + "&y=Body.pos.y", "past the array"},
+        {"x=Body.title&y=Body.pos.y", "not a number"},
+        {"x=Body.tag&y=Body.pos.y", "not a number"},
+        {"x=Opaque.secret&y=Body.pos.y", "no field metadata"},
+        {ok + "&color=Body.title", "not a number"},
+        {ok + "&color=Vel", "not Component.field"},
+        {ok + "&with=Nothing", "unknown component 'Nothing'"},
+        {ok + "&limit=0", "limit"},
+        {ok + "&limit=100001", "limit"},
+        {ok + "&limit=ten", "limit"},
+        {"x=" + std::string(600, 'a') + ".x&y=Body.pos.y", "longer than"},
+    };
+    for (const Case& c : cases) {
+        const Reply r = get(inspector.port(), "/api/points?" + c.query);
+        EXPECT_EQ(r.status, 400) << c.query << ": " << r.body;
+        const std::string message = r.body.value("error", std::string());
+        EXPECT_NE(message.find(c.says), std::string::npos) << c.query << ": " << message;
+    }
+    // The largest limit is accepted.
+    EXPECT_EQ(get(inspector.port(), "/api/points?" + ok + "&limit=100000").status, 200);
+}
+
+TEST(Inspector, PointsAreBoundedBySamplingEveryKthRow) {
+    ts::World world;
+    world.spawn_many(5000, [](std::size_t i, Body& b) { b.pos = {float(i), 2.0f * float(i)}; });
+    world.spawn_many(1000, [](std::size_t i, Body& b, Vel&) { b.pos = {-float(i), 0}; });
+    ts::Inspector inspector(0);
+    FrameLoop loop(inspector, world);
+    const Reply r = get(inspector.port(), "/api/points?x=Body.pos.x&y=Body.pos.y&limit=1000");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body["total"], 6000);
+    EXPECT_EQ(r.body["stride"], 6);
+    EXPECT_EQ(r.body["limit"], 1000);
+    ASSERT_EQ(r.body["count"], 1000);
+    ASSERT_EQ(r.body["points"].size(), 3000u);
+    ASSERT_EQ(r.body["entities"].size(), 2000u);
+    // Every 6th row of the two tables, in order: 0, 6, ..., 4998, then the second table from
+    // its row 4 (global row 5004): -4, -10, ..., -994.
+    EXPECT_EQ(r.body["points"][3 * 1], 6.0);
+    EXPECT_EQ(r.body["points"][3 * 1 + 1], 12.0);
+    EXPECT_EQ(r.body["points"][3 * 833], 4998.0);
+    EXPECT_EQ(r.body["points"][3 * 834], -4.0);
+    EXPECT_EQ(r.body["points"][3 * 999], -994.0);
+    // The default bound, and the size of an answer: a few dozen bytes a point.
+    httplib::Client cli("127.0.0.1", inspector.port());
+    const auto all = cli.Get("/api/points?x=Body.pos.x&y=Body.pos.y");
+    ASSERT_TRUE(all);
+    const json body = json::parse(all->body);
+    EXPECT_EQ(body["count"], 6000);
+    EXPECT_EQ(body["limit"], 20000);
+    EXPECT_LT(all->body.size(), 6000u * 48);
+}
+
+TEST(Inspector, FieldsListTheNumericLeavesOfEachComponent) {
+    Scene s;
+    s.world.spawn(ts::LocalTransform{});
+    ts::Inspector inspector(0);
+    FrameLoop loop(inspector, s.world);
+    const Reply r = get(inspector.port(), "/api/fields");
+    ASSERT_EQ(r.status, 200) << r.body;
+    std::map<std::string, json> by_name;
+    for (const json& c : r.body["components"]) by_name[c["name"]] = c["fields"];
+    ASSERT_TRUE(by_name.contains("insp::Body")) << r.body;
+    EXPECT_EQ(by_name["insp::Body"],
+              json::parse(R"(["pos.x", "pos.y", "hp", "awake", "rgb[0]", "rgb[1]", "rgb[2]",
+                             "level"])"));  // not title (a string) nor tag (a str id)
+    EXPECT_EQ(by_name["insp::Vel"], json::parse(R"(["dx", "dy"])"));
+    EXPECT_FALSE(by_name.contains("insp::Opaque"));  // not reflected
+    EXPECT_FALSE(by_name.contains("insp::Frozen"));  // a tag
+    ASSERT_TRUE(by_name.contains("tessera::LocalTransform"));
+    EXPECT_EQ(by_name["tessera::LocalTransform"].size(), 16u);
+    EXPECT_EQ(by_name["tessera::LocalTransform"][13], "matrix[3].y");
+}
+
+TEST(Inspector, TransformsShowTheirFieldsAndTakeEdits) {
+    ts::World world;
+    glm::mat4 m(1.0f);
+    m[3][0] = 4.5f;
+    const ts::Entity e = world.spawn(ts::LocalTransform{m}, ts::WorldTransform{m});
+    ts::Inspector inspector(0);
+    {
+        FrameLoop loop(inspector, world);
+        const Reply r = get(inspector.port(), "/api/entity/" + id(e));
+        ASSERT_EQ(r.status, 200) << r.body;
+        const json* local = find_component(r.body, "tessera::LocalTransform");
+        ASSERT_NE(local, nullptr) << r.body;
+        EXPECT_EQ((*local)["reflected"], true);
+        EXPECT_EQ((*local)["fields"].size(), 16u);
+        EXPECT_EQ(field(*local, "matrix[3].x")["value"], 4.5);
+        EXPECT_EQ(field(*local, "matrix[3].x")["type"], "f32");
+        const Reply put_r =
+            put(inspector.port(), "/api/entity/" + id(e) + "/LocalTransform/" + q("matrix[3].y"),
+                "-2.25");
+        ASSERT_EQ(put_r.status, 200) << put_r.body;
+        EXPECT_EQ(put_r.body["value"], -2.25);
+        // The map's default for a world without x/y fields: the translation.
+        const Reply p = get(inspector.port(), "/api/points?x=WorldTransform." + q("matrix[3].x") +
+                                                  "&y=WorldTransform." + q("matrix[3].y"));
+        ASSERT_EQ(p.status, 200) << p.body;
+        EXPECT_EQ(p.body["points"][0], 4.5);
+    }
+    EXPECT_EQ(world.get<ts::LocalTransform>(e).matrix[3][1], -2.25f);
+}
+
+TEST(Inspector, HistoryChartsFramesCountsAndWatchedSystemTimes) {
+    ts::World world;
+    world.spawn(Body{}, Vel{1, 1});
+    ts::Schedule schedule;
+    schedule.add("move", [](ts::View<Body&, const Vel&> v) {
+        v.each([](Body& b, const Vel& d) { b.pos.x += d.dx; });
+    });
+    std::atomic<int> frame{0};
+    ts::Inspector inspector(0);
+    // Spawns an entity every frame, so the entity count rises through the history.
+    FrameLoop loop(inspector, world, &schedule, [&] {
+        world.spawn(Vel{});
+        frame.fetch_add(1);
+    });
+    Reply first = get(inspector.port(), "/api/history");
+    ASSERT_EQ(first.status, 200) << first.body;
+    EXPECT_EQ(first.body["capacity"], 300);
+    // System times are recorded from the first request on: wait for a few.
+    Reply r;
+    for (int i = 0; i < 400; ++i) {
+        r = get(inspector.port(), "/api/history");
+        ASSERT_EQ(r.status, 200) << r.body;
+        if (!r.body["systems"].empty()) {
+            const json& ns = r.body["systems"][0]["ns"];
+            if (std::count_if(ns.begin(), ns.end(), [](const json& v) { return !v.is_null(); }) >=
+                5)
+                break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    const std::size_t n = r.body["frames"];
+    ASSERT_GE(n, 6u);
+    ASSERT_EQ(r.body["frame_ms"].size(), n);
+    ASSERT_EQ(r.body["entities"].size(), n);
+    ASSERT_EQ(r.body["archetypes"].size(), n);
+    for (std::size_t i = 1; i < n; ++i)
+        EXPECT_GT(r.body["entities"][i].get<int>(), r.body["entities"][i - 1].get<int>()) << i;
+    EXPECT_GT(r.body["frame_ms"][n - 1].get<double>(), 0.0);
+    ASSERT_EQ(r.body["systems"].size(), 1u);
+    EXPECT_EQ(r.body["systems"][0]["name"], "move");
+    const json& ns = r.body["systems"][0]["ns"];
+    ASSERT_EQ(ns.size(), n);
+    EXPECT_TRUE(ns[0].is_null());  // before anyone watched
+    EXPECT_GT(ns[n - 1].get<std::int64_t>(), 0);
+    // Frames run on: the history keeps at most 300.
+    while (frame.load() < 320) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const Reply full = get(inspector.port(), "/api/history");
+    EXPECT_EQ(full.body["frames"], 300);
+    EXPECT_EQ(full.body["frame_ms"].size(), 300u);
+}
