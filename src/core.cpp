@@ -461,6 +461,8 @@ void Core::destroy_rows(Archetype& a, std::uint32_t first, std::size_t n) noexce
     }
 }
 
+[[noreturn]] void throw_missing(const char* op, Entity e, ComponentId id);
+
 std::uint8_t& Core::enable_flag(Entity e, ComponentId id, const char* op) const {
     const ComponentInfo& ci = component_info(id);
     if (!ci.enableable || ci.is_tag()) {

@@ -338,6 +338,4 @@ Archetype& Core::removal_target(Archetype& from, std::span<const ComponentId> id
                            : archetype_for(merged_set(from, ids, false, mr_));
 }
 
-[[noreturn]] void throw_missing(const char* op, Entity e, ComponentId id);
-
 }  // namespace tessera::detail
