@@ -14,7 +14,8 @@ echo '#include <tessera/tessera.hpp>' > "$tmp/include_only.cpp"
 median() {  # the median of the seconds of `runs` runs of "$@"
     local times=()
     for ((i = 0; i < runs; ++i)); do
-        times+=("$({ /usr/bin/time -f %e "$@" > /dev/null 2>&1; } 2>&1 | tail -1)")
+        /usr/bin/time -f %e -o "$tmp/time" "$@" > /dev/null 2>&1
+        times+=("$(tail -1 "$tmp/time")")
     done
     printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'
 }
@@ -26,5 +27,4 @@ echo "#include <tessera/tessera.hpp>, $cxx -O2 -c: $(median "$cxx" "${inc[@]}" -
     "$tmp/include_only.cpp" -o "$tmp/i.o") s"
 echo "#include <tessera/tessera.hpp>, $cxx -O0 -fsyntax-only: $(median "$cxx" "${inc[@]}" -O0 \
     -fsyntax-only "$tmp/include_only.cpp") s"
-echo "#include <tessera/tessera.hpp>, $cxx -E: $("$cxx" "${inc[@]}" -E -P \
-    "$tmp/include_only.cpp" | grep -c '[^[:space:]]') non-blank lines"
+python3 "$root/tools/check_header_budget.py" "$cxx" "$root/include" 1000000000 | tail -1
