@@ -3,16 +3,27 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <memory_resource>
+#include <string>
+#include <unordered_map>
 
 namespace tessera::detail {
 
+struct ResourceMap::Boxes {
+    explicit Boxes(std::pmr::memory_resource* mr) : map(mr) {}
+    std::pmr::unordered_map<std::type_index, Box> map;
+};
+
 ResourceMap::~ResourceMap() {
-    for (auto& [type, box] : boxes_) box.destroy(box.value, mr_);
+    if (boxes_ == nullptr) return;
+    for (auto& [type, box] : boxes_->map) box.destroy(box.value, mr_);
+    std::pmr::polymorphic_allocator<>(mr_).delete_object(boxes_);
 }
 
 void* ResourceMap::find(std::type_index type) const noexcept {
-    const auto it = boxes_.find(type);
-    return it == boxes_.end() ? nullptr : it->second.value;
+    if (boxes_ == nullptr) return nullptr;
+    const auto it = boxes_->map.find(type);
+    return it == boxes_->map.end() ? nullptr : it->second.value;
 }
 
 void ResourceMap::put(std::type_index type, Box box) {
@@ -20,7 +31,9 @@ void ResourceMap::put(std::type_index type, Box box) {
         // Room for the update entry first, so nothing can fail once a value is replaced.
         if (box.update != nullptr && updaters_.size() == updaters_.capacity())
             updaters_.reserve(updaters_.empty() ? 4 : 2 * updaters_.capacity());
-        const auto [it, inserted] = boxes_.try_emplace(type, box);
+        if (boxes_ == nullptr)
+            boxes_ = std::pmr::polymorphic_allocator<>(mr_).new_object<Boxes>(mr_);
+        const auto [it, inserted] = boxes_->map.try_emplace(type, box);
         if (!inserted) {
             drop_updater(type);
             it->second.destroy(it->second.value, mr_);
@@ -34,11 +47,12 @@ void ResourceMap::put(std::type_index type, Box box) {
 }
 
 bool ResourceMap::erase(std::type_index type) noexcept {
-    const auto it = boxes_.find(type);
-    if (it == boxes_.end()) return false;
+    if (boxes_ == nullptr) return false;
+    const auto it = boxes_->map.find(type);
+    if (it == boxes_->map.end()) return false;
     drop_updater(type);
     it->second.destroy(it->second.value, mr_);
-    boxes_.erase(it);
+    boxes_->map.erase(it);
     return true;
 }
 

@@ -11,7 +11,13 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
+
+// schedule.hpp declares tbb::task_arena itself, as oneTBB 2021 does; a oneTBB that declares it
+// elsewhere makes the two names differ (or clash) and fails here, not in a user's build.
+static_assert(std::is_same_v<tbb::task_arena, tbb::detail::d1::task_arena>,
+              "tessera: schedule.hpp's declaration of tbb::task_arena does not match oneTBB's");
 
 namespace tessera {
 

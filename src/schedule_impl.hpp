@@ -6,6 +6,8 @@
 #include <tessera/error.hpp>
 #include <tessera/schedule.hpp>
 
+#include <tbb/task_arena.h>
+
 #include <array>
 #include <atomic>
 #include <chrono>

@@ -1,5 +1,6 @@
 // Runtime components (dynamic.hpp): definitions, string table, field access, id-based calls,
 // queries from ids, and the errors of each.
+#include <tessera/serialize.hpp>
 #include <tessera/tessera.hpp>
 
 #include <nlohmann/json.hpp>

@@ -3,6 +3,7 @@
 // exception guarantee of DESIGN.md, "Principles" 5). Afterwards the same operation must succeed
 // and give the same world as a run that never failed. All world storage, metadata included,
 // comes from the world's memory resource, so destroying the world returns every byte.
+#include <tessera/serialize.hpp>
 #include <tessera/tessera.hpp>
 
 #include <nlohmann/json.hpp>

@@ -1,4 +1,5 @@
 // serialize.hpp: clone, snapshot/restore, JSON and binary save/load, state_hash.
+#include <tessera/serialize.hpp>
 #include <tessera/tessera.hpp>
 
 #include <nlohmann/json.hpp>

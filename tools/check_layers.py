@@ -26,8 +26,8 @@ OPERATIONS = ["include/tessera/detail/operations.hpp", "include/tessera/detail/s
               "include/tessera/detail/hooks.hpp", "src/operations.cpp", "src/storage.cpp"]
 OPERATIONS_MAY_NOT_REACH = {"include/tessera/" + h for h in
                             ["observer.hpp", "detail/observe.hpp", "relation.hpp",
-                             "dynamic.hpp", "serialize.hpp", "transform.hpp", "query.hpp",
-                             "world.hpp", "detail/world_impl.hpp", "schedule.hpp",
+                             "dynamic.hpp", "serialize.hpp", "snapshot.hpp", "transform.hpp",
+                             "query.hpp", "world.hpp", "detail/world_impl.hpp", "schedule.hpp",
                              "commands.hpp"]}
 
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <tessera/tessera.hpp>
+#include <tessera/transform.hpp>
 
 #include <tbb/task_arena.h>
 

@@ -5,8 +5,8 @@
 #include <compare>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <iosfwd>
+#include <typeindex>  // declares std::hash, as <functional> does, at a fraction of its cost
 
 namespace tessera {
 

@@ -11,7 +11,6 @@
 #include <string>
 #include <type_traits>
 #include <typeindex>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -26,9 +25,12 @@ namespace detail {
 /// Resources with a per-frame update (event queues: `resource_update<T>::fn` not null) are also
 /// listed, in creation order, for `update_events`; replacing or erasing such a resource drops
 /// its entry, so the list never points at a destroyed value.
+///
+/// The map itself (an unordered_map) lives in src/resource.cpp, so this header needs no
+/// <unordered_map>; it is made by the first `put`.
 class ResourceMap {
 public:
-    explicit ResourceMap(std::pmr::memory_resource* mr) : mr_(mr), boxes_(mr), updaters_(mr) {}
+    explicit ResourceMap(std::pmr::memory_resource* mr) noexcept : mr_(mr), updaters_(mr) {}
     ~ResourceMap();
     ResourceMap(const ResourceMap&) = delete;
     ResourceMap& operator=(const ResourceMap&) = delete;
@@ -54,10 +56,11 @@ private:
         void* value;
         UpdateFn update;
     };
+    struct Boxes;  ///< the type -> box map (src/resource.cpp)
     void drop_updater(std::type_index type) noexcept;
 
     std::pmr::memory_resource* mr_;
-    std::pmr::unordered_map<std::type_index, Box> boxes_;
+    Boxes* boxes_ = nullptr;              ///< from mr_, made by the first put
     std::pmr::vector<Updater> updaters_;  ///< creation order; allocated on the first queue
 };
 

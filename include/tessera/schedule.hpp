@@ -41,9 +41,13 @@
 #include <tessera/system.hpp>
 #include <tessera/world.hpp>
 
-#include <tbb/task_arena.h>
-
+// std::chrono::duration and the clocks, without <chrono>'s calendar, time zones and the
+// <sstream> they pull in (libstdc++ declares them in bits/chrono.h, which <chrono> includes).
+#if defined(__GLIBCXX__) && __has_include(<bits/chrono.h>)
+#include <bits/chrono.h>
+#else
 #include <chrono>
+#endif
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -53,6 +57,18 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+
+// oneTBB's task arena, declared as oneTBB 2021 declares it so that this header needs none of
+// oneTBB's (src/schedule.cpp checks the declaration against <tbb/task_arena.h>). Include
+// <tbb/task_arena.h> to make an arena for `Schedule::run(world, arena)`.
+namespace tbb {
+namespace detail::d1 {
+class task_arena;
+}  // namespace detail::d1
+inline namespace v1 {
+using detail::d1::task_arena;
+}  // namespace v1
+}  // namespace tbb
 
 namespace tessera {
 

@@ -1,5 +1,10 @@
 /// @file tessera.hpp
-/// Includes every public header of tessera.
+/// Includes every public header of tessera except those that bring a third-party library's
+/// headers: transform.hpp (glm: `LocalTransform`, `WorldTransform`, `propagate_transforms`),
+/// serialize.hpp (nlohmann-json: `to_json`, `from_json`) and inspect.hpp (cpp-httplib, target
+/// `tessera::inspect`). Include those where you use them. What it includes pulls in no oneTBB,
+/// glm or nlohmann-json header, and none of `<chrono>`, `<map>`, `<sstream>`, `<functional>`
+/// or `<unordered_map>` (the `header_budget` test holds it to a preprocessed line budget).
 #pragma once
 
 #include <tessera/assert.hpp>
@@ -17,7 +22,6 @@
 #include <tessera/relation.hpp>
 #include <tessera/resource.hpp>
 #include <tessera/schedule.hpp>
-#include <tessera/serialize.hpp>
+#include <tessera/snapshot.hpp>
 #include <tessera/system.hpp>
-#include <tessera/transform.hpp>
 #include <tessera/world.hpp>

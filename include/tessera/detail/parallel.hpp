@@ -1,11 +1,10 @@
 /// @file detail/parallel.hpp
-/// The bridge to oneTBB for parallel iteration. Internal, not API.
+/// The bridge to the parallel executor (oneTBB, behind src/parallel.cpp) for parallel
+/// iteration. Internal, not API: it names no oneTBB header, so code that iterates in parallel
+/// compiles without them.
 #pragma once
 
 #include <tessera/detail/storage.hpp>
-
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 
 #include <cstddef>
 
@@ -16,17 +15,24 @@
 #define TESSERA_TSAN 1
 #endif
 #endif
-#ifdef TESSERA_TSAN
-#include <exception>
-#include <thread>
-#include <vector>
-#endif
 
 namespace tessera::detail {
 
-/// Calls `body(begin, end)` on sub-ranges of [0, total) from oneTBB workers (and the calling
-/// thread), returning when all are done; `serial`: `body(0, total)` on the calling thread.
-/// Exceptions from `body` propagate to the caller.
+/// A range body, type-erased: runs rows [begin, end) of the loop whose state is `context`.
+using RangeFn = void (*)(const void* context, std::size_t begin, std::size_t end);
+
+/// Calls `fn(context, begin, end)` on sub-ranges of [0, total) from the executor's workers
+/// (and the calling thread), returning when all are done; `total` > 0. The first exception a
+/// call throws propagates to the caller (the others are dropped). oneTBB's `parallel_for` with
+/// its automatic partitioner, in the calling thread's task arena; under ThreadSanitizer, plain
+/// threads (TSan can't see the synchronisation inside the uninstrumented oneTBB library).
+/// One indirect call per sub-range. src/parallel.cpp.
+void parallel_ranges(std::size_t total, RangeFn fn, const void* context);
+
+/// Calls `body(begin, end)` on sub-ranges of [0, total) from the executor's workers (and the
+/// calling thread), returning when all are done; `serial`: `body(0, total)` on the calling
+/// thread. Exceptions from `body` propagate to the caller. The per-range body is compiled here
+/// (inlined into a plain function), the split in src/.
 template <class Body>
 void parallel_rows(std::size_t total, const Body& body, bool serial = false) {
     if (total == 0) return;
@@ -34,35 +40,12 @@ void parallel_rows(std::size_t total, const Body& body, bool serial = false) {
         body(std::size_t{0}, total);
         return;
     }
-#ifdef TESSERA_TSAN
-    // ThreadSanitizer can't see the synchronisation inside the (uninstrumented) oneTBB library
-    // and reports races in its task objects. Under TSan the same split runs on plain threads,
-    // so tessera's own code is what gets checked.
-    constexpr std::size_t parts = 4;
-    std::vector<std::exception_ptr> errors(parts);
-    std::vector<std::thread> threads;
-    for (std::size_t k = 1; k < parts; ++k) {
-        threads.emplace_back([&, k] {
-            try {
-                body(total * k / parts, total * (k + 1) / parts);
-            } catch (...) {
-                errors[k] = std::current_exception();
-            }
-        });
-    }
-    try {
-        body(0, total / parts);
-    } catch (...) {
-        errors[0] = std::current_exception();
-    }
-    for (std::thread& t : threads) t.join();
-    for (const std::exception_ptr& e : errors) {
-        if (e) std::rethrow_exception(e);
-    }
-#else
-    tbb::parallel_for(tbb::blocked_range<std::size_t>(0, total),
-                      [&](const tbb::blocked_range<std::size_t>& r) { body(r.begin(), r.end()); });
-#endif
+    parallel_ranges(
+        total,
+        [](const void* context, std::size_t begin, std::size_t end) {
+            (*static_cast<const Body*>(context))(begin, end);
+        },
+        &body);
 }
 
 /// Marks the world as iterating in parallel: structural calls then fail instead of racing on
