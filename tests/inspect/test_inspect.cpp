@@ -2,6 +2,7 @@
 // shutdown, and many clients at once while the world changes every frame.
 #include <tessera/inspect.hpp>
 #include <tessera/tessera.hpp>
+#include <tessera/transform.hpp>
 
 #include "common/error_of.hpp"
 #include "server.hpp"  // src/inspect: the loopback check
