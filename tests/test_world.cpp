@@ -325,6 +325,26 @@ TEST(World, GetMutAndSetWriteInPlace) {
     EXPECT_EQ(w.get<Name>(e).s, "c");
 }
 
+TEST(World, TryGetMutWritesInPlaceAndMarksChangedOrIsNull) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 2});
+    const ts::Entity bare = w.spawn();
+    (void)w.changed_tick<Position>(e);  // tracking on: writes are stamped from here
+    const std::uint64_t before = w.changed_tick<Position>(e);
+    w.advance_tick();
+    Position* p = w.try_get_mut<Position>(e);
+    ASSERT_NE(p, nullptr);
+    p->x = 7;
+    EXPECT_EQ(w.get<Position>(e).x, 7);
+    EXPECT_GT(w.changed_tick<Position>(e), before);
+    EXPECT_EQ(w.changed_tick<Position>(e), w.tick());
+    EXPECT_EQ(w.try_get_mut<Position>(bare), nullptr);  // lacks it
+    EXPECT_EQ(w.try_get_mut<Velocity>(e), nullptr);     // a type it never had
+    w.despawn(e);
+    EXPECT_EQ(w.try_get_mut<Position>(e), nullptr);             // dead
+    EXPECT_EQ(w.try_get_mut<Position>(ts::Entity{}), nullptr);  // null handle
+}
+
 TEST(World, ChangeTicksStartLazilyAtTheCurrentTick) {
     ts::World w;
     EXPECT_EQ(w.tick(), 1u);

@@ -187,6 +187,12 @@ public:
     template <class T>
     T& get_mut(Entity e);
 
+    /// A pointer to `e`'s `T` for writing, or null when `e` is dead or lacks `T`; when not null,
+    /// marks it changed at the current tick, like `get_mut`. One lookup where `has` plus
+    /// `get_mut` take two. Valid until the next structural change. O(1).
+    template <class T>
+    [[nodiscard]] T* try_get_mut(Entity e) noexcept;
+
     /// Overwrites `e`'s existing `T` and marks it changed.
     /// @throws Error(not_alive), Error(missing_component)
     template <class T>

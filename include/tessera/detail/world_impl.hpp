@@ -511,6 +511,16 @@ template <class T>
 }
 
 template <class T>
+[[gnu::always_inline]] inline T* World::try_get_mut(Entity e) noexcept {
+    static_assert(!std::is_empty_v<T>, "tessera: tags have no value to write");
+    // A type that cannot be registered (type_conflict) is in no table: not there.
+    const detail::Location loc = storage_->locate(e, detail::lookup_id<T>());
+    if (loc.archetype == nullptr) return nullptr;
+    storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
+    return detail::column_ptr<T>(*loc.archetype, loc.column, loc.row);
+}
+
+template <class T>
 void World::set(Entity e, T&& value) {
     static_assert(detail::components_v<T>, TESSERA_COMPONENT_REQUIREMENT);
     using U = std::remove_cvref_t<T>;
