@@ -1,7 +1,8 @@
 // destroy: a world with N entities of Position+Velocity (built untimed); despawn all, one at a
 // time, in creation order. Raw baseline: pop_back one at a time (a floor, not an equivalent).
 // Also on a world with an observer of an unrelated type, and with an on_despawn observer
-// counting the despawns.
+// counting the despawns; and in bulk: `despawn(span)` of every handle in creation order
+// (`tessera_span`), and `despawn_all(query)` of the query of both components (`tessera_query`).
 #include "common.hpp"
 
 #include <tessera/observer.hpp>
@@ -39,9 +40,14 @@ void destroy_raw(benchmark::State& state) {
     set_items(state, n);
 }
 
+/// How the timed region despawns: one call per handle, one call with every handle, one call
+/// with a query.
+enum class Calls { one_at_a_time, span, query };
+
 /// The tessera scenario on a world with `observed` observers (see Observed), subscribed after
 /// the untimed spawn: `every` counts the despawns with on_despawn.
-void destroy_tessera_with(benchmark::State& state, Observed observed, const std::string& name) {
+void destroy_tessera_with(benchmark::State& state, Observed observed, const std::string& name,
+                          Calls calls = Calls::one_at_a_time) {
     const std::size_t n = entity_count();
     bool checked = false;
     for (auto _ : state) {
@@ -62,8 +68,15 @@ void destroy_tessera_with(benchmark::State& state, Observed observed, const std:
                 [&observed_despawns](tessera::World&, tessera::Entity) { ++observed_despawns; });
         }
         std::size_t despawned = 0;
+        auto both = world.query<const Position&, const Velocity&>();
         Stopwatch watch;
-        for (const tessera::Entity e : handles) despawned += world.despawn(e) ? 1 : 0;
+        if (calls == Calls::span) {
+            despawned = world.despawn(std::span<const tessera::Entity>(handles));
+        } else if (calls == Calls::query) {
+            despawned = world.despawn_all(both);
+        } else {
+            for (const tessera::Entity e : handles) despawned += world.despawn(e) ? 1 : 0;
+        }
         benchmark::DoNotOptimize(despawned);
         benchmark::ClobberMemory();
         state.SetIterationTime(watch.seconds());
@@ -91,6 +104,12 @@ void destroy_tessera_unrelated_observer(benchmark::State& state) {
 void destroy_tessera_observed(benchmark::State& state) {
     destroy_tessera_with(state, Observed::every, "destroy/tessera_observed");
 }
+void destroy_tessera_span(benchmark::State& state) {
+    destroy_tessera_with(state, Observed::none, "destroy/tessera_span", Calls::span);
+}
+void destroy_tessera_query(benchmark::State& state) {
+    destroy_tessera_with(state, Observed::none, "destroy/tessera_query", Calls::query);
+}
 
 BENCHMARK(destroy_raw)->Name("destroy/raw")->Apply(setup_heavy);
 BENCHMARK(destroy_tessera)->Name("destroy/tessera")->Apply(setup_heavy);
@@ -98,6 +117,8 @@ BENCHMARK(destroy_tessera_unrelated_observer)
     ->Name("destroy/tessera_unrelated_observer")
     ->Apply(setup_heavy);
 BENCHMARK(destroy_tessera_observed)->Name("destroy/tessera_observed")->Apply(setup_heavy);
+BENCHMARK(destroy_tessera_span)->Name("destroy/tessera_span")->Apply(setup_heavy);
+BENCHMARK(destroy_tessera_query)->Name("destroy/tessera_query")->Apply(setup_heavy);
 
 }  // namespace
 }  // namespace tessera_bench

@@ -1,6 +1,7 @@
 // get_seq / get_random: N entities with Position; sum get<Position>(e).x over the handles, in
 // creation order and shuffled with std::mt19937(42). Raw baseline: sum pos[idx[i]].x with idx =
-// 0..N-1, or idx shuffled the same way.
+// 0..N-1, or idx shuffled the same way. Variants: `get`, `try_get`, and an `Accessor<Position>`'s
+// `get` and `try_get` (the fastest path by handle).
 //
 // The sum uses four independent accumulators in every variant: with a single float accumulator
 // the 4-cycle latency of each addition (about 1.3 ns) would be the floor of get_seq for both
@@ -66,7 +67,10 @@ void get_raw(benchmark::State& state, bool shuffled) {
     set_items(state, n);
 }
 
-void get_tessera(benchmark::State& state, bool shuffled) {
+/// Which lookup the tessera variants time.
+enum class Path { get, try_get, accessor_get, accessor_try_get };
+
+void get_tessera(benchmark::State& state, bool shuffled, Path path = Path::get) {
     const std::size_t n = entity_count();
     tessera::World world;
     std::span<const tessera::Entity> spawned = world.spawn_many(n, [](std::size_t i, Position& p) {
@@ -75,8 +79,22 @@ void get_tessera(benchmark::State& state, bool shuffled) {
     std::vector<tessera::Entity> handles(spawned.begin(), spawned.end());
     if (shuffled) std::shuffle(handles.begin(), handles.end(), std::mt19937(kSeed));
     float sum = 0;
+    const tessera::Accessor<Position> pos = world.accessor<Position>();
     for (auto _ : state) {
-        sum = sum4(n, [&](std::size_t i) { return world.get<Position>(handles[i]).x; });
+        switch (path) {
+            case Path::get:
+                sum = sum4(n, [&](std::size_t i) { return world.get<Position>(handles[i]).x; });
+                break;
+            case Path::try_get:
+                sum = sum4(n, [&](std::size_t i) { return world.try_get<Position>(handles[i])->x; });
+                break;
+            case Path::accessor_get:
+                sum = sum4(n, [&](std::size_t i) { return pos.get(handles[i]).x; });
+                break;
+            case Path::accessor_try_get:
+                sum = sum4(n, [&](std::size_t i) { return pos.try_get(handles[i])->x; });
+                break;
+        }
         benchmark::DoNotOptimize(sum);
     }
     if (static_cast<double>(sum) != expected_sum(n)) state.SkipWithError("get/tessera: wrong sum");
@@ -89,6 +107,24 @@ void get_seq_raw(benchmark::State& state) {
 void get_seq_tessera(benchmark::State& state) {
     get_tessera(state, false);
 }
+void get_seq_try_get(benchmark::State& state) {
+    get_tessera(state, false, Path::try_get);
+}
+void get_seq_accessor(benchmark::State& state) {
+    get_tessera(state, false, Path::accessor_get);
+}
+void get_seq_accessor_try_get(benchmark::State& state) {
+    get_tessera(state, false, Path::accessor_try_get);
+}
+void get_random_try_get(benchmark::State& state) {
+    get_tessera(state, true, Path::try_get);
+}
+void get_random_accessor(benchmark::State& state) {
+    get_tessera(state, true, Path::accessor_get);
+}
+void get_random_accessor_try_get(benchmark::State& state) {
+    get_tessera(state, true, Path::accessor_try_get);
+}
 void get_random_raw(benchmark::State& state) {
     get_raw(state, true);
 }
@@ -98,8 +134,14 @@ void get_random_tessera(benchmark::State& state) {
 
 BENCHMARK(get_seq_raw)->Name("get_seq/raw")->Apply(steady);
 BENCHMARK(get_seq_tessera)->Name("get_seq/tessera")->Apply(steady);
+BENCHMARK(get_seq_try_get)->Name("get_seq/tessera_try_get")->Apply(steady);
+BENCHMARK(get_seq_accessor)->Name("get_seq/tessera_accessor")->Apply(steady);
+BENCHMARK(get_seq_accessor_try_get)->Name("get_seq/tessera_accessor_try_get")->Apply(steady);
 BENCHMARK(get_random_raw)->Name("get_random/raw")->Apply(steady);
 BENCHMARK(get_random_tessera)->Name("get_random/tessera")->Apply(steady);
+BENCHMARK(get_random_try_get)->Name("get_random/tessera_try_get")->Apply(steady);
+BENCHMARK(get_random_accessor)->Name("get_random/tessera_accessor")->Apply(steady);
+BENCHMARK(get_random_accessor_try_get)->Name("get_random/tessera_accessor_try_get")->Apply(steady);
 
 }  // namespace
 }  // namespace tessera_bench

@@ -5,6 +5,7 @@
 #include <tessera/error.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <iterator>
 #include <memory>
@@ -129,22 +130,127 @@ inline void Core::free_row(Archetype& a, std::uint32_t row) noexcept {
     ++a.freed;
 }
 
+inline void Core::free_record(std::uint32_t index) noexcept {
+    EntityRecord& r = record_data_[index];
+    r.archetype = dead_archetype;
+    r.generation = next_generation(r.generation);
+    r.row = free_head_;
+    free_head_ = index;
+    ++free_count_;
+    --alive_;
+}
+
 bool Core::despawn(Entity e) noexcept {
     if (record(e) == nullptr) return false;
-    EntityRecord& r = record_data_[e.index];
+    const EntityRecord& r = record_data_[e.index];
     if (r.archetype != pending_archetype) {
         Archetype& a = *archetypes_[r.archetype];
         destroy_rows(a, r.row, 1);
         free_row(a, r.row);
     }
-    r.archetype = dead_archetype;
-    // Generations wrap to 1; 0xFFFFFFFF is never used (it marks command-buffer placeholders).
-    r.generation = r.generation + 1 >= 0xFFFFFFFFu ? 1 : r.generation + 1;
-    r.row = free_head_;
-    free_head_ = e.index;
-    ++free_count_;
-    --alive_;
+    free_record(e.index);
     return true;
+}
+
+std::size_t Core::despawn_many(std::span<const Entity> es) {
+    // The entity index does not move here: locals, so the loops need not reload it.
+    EntityRecord* const records = record_data_;
+    const std::uint32_t count = record_count_;
+    const auto live = [records, count](Entity e) noexcept -> EntityRecord* {
+        if (e.index >= count) return nullptr;
+        EntityRecord* r = records + e.index;
+        return r->generation == e.generation && r->archetype != dead_archetype ? r : nullptr;
+    };
+    // Everything that can fail comes first: a bit per row of each table an entity is in. When
+    // the entities are many (a word per 64 of them covers every row of the world), every table
+    // gets its bits without a pass to find which are concerned.
+    std::pmr::vector<std::uint32_t> offset(archetypes_.size(), no_index, mr_);
+    std::pmr::vector<std::uint32_t> touched(mr_);
+    std::pmr::vector<std::uint64_t> bits(mr_);
+    const auto give_bits = [&](std::uint32_t index) {
+        offset[index] = static_cast<std::uint32_t>(bits.size());
+        bits.resize(bits.size() + (archetypes_[index]->size + 63) / 64);
+        touched.push_back(index);
+    };
+    if (es.size() * 64 >= alive_) {
+        for (std::uint32_t index = empty_archetype; index < archetypes_.size(); ++index) {
+            if (index != pending_archetype && archetypes_[index]->size != 0) give_bits(index);
+        }
+    } else {
+        for (const Entity e : es) {
+            const EntityRecord* r = live(e);
+            if (r != nullptr && offset[r->archetype] == no_index) give_bits(r->archetype);
+        }
+    }
+    // Nothing below throws. The records in the order given, as one despawn at a time would
+    // free them (a handle given twice is dead the second time), each row's bit set.
+    const std::uint32_t* const at = offset.data();
+    std::uint64_t* const row_bits = bits.data();
+    std::uint32_t head = free_head_;
+    std::size_t n = 0;
+    for (const Entity e : es) {
+        EntityRecord* r = live(e);
+        if (r == nullptr) continue;
+        if (r->archetype != pending_archetype) [[likely]]
+            row_bits[at[r->archetype] + r->row / 64] |= std::uint64_t{1} << (r->row % 64);
+        r->archetype = dead_archetype;
+        r->generation = next_generation(r->generation);
+        r->row = head;
+        head = e.index;
+        ++n;
+    }
+    free_head_ = head;
+    free_count_ += n;
+    alive_ -= n;
+    // Each table from its highest freed row down: the last row, which fills a hole, is then
+    // never one to free. Freed rows at the end just shorten the table, a word of them at once.
+    for (const std::uint32_t index : touched) {
+        Archetype& a = *archetypes_[index];
+        const bool destroy = std::any_of(a.columns.begin(), a.columns.end(),
+                                         [](const Column& c) { return c.destroy != nullptr; });
+        const std::uint64_t* words = bits.data() + offset[index];
+        for (std::size_t w = (std::size_t{a.size} + 63) / 64; w-- > 0;) {
+            for (std::uint64_t word = words[w]; word != 0;) {
+                const auto first = static_cast<std::uint32_t>(w * 64);
+                if (word == ~std::uint64_t{0} && a.size == first + 64) {
+                    if (destroy) destroy_rows(a, first, 64);
+                    a.size = first;
+                    a.freed += 64;
+                    break;
+                }
+                const int high = 63 - std::countl_zero(word);
+                word &= ~(std::uint64_t{1} << high);
+                const std::uint32_t row = first + static_cast<std::uint32_t>(high);
+                if (destroy) destroy_rows(a, row, 1);
+                free_row(a, row);
+            }
+        }
+    }
+    return n;
+}
+
+std::size_t Core::despawn_tables(std::span<const std::uint32_t> tables) noexcept {
+    std::size_t n = 0;
+    for (const std::uint32_t index : tables) {
+        Archetype& a = *archetypes_[index];
+        std::uint32_t head = free_head_;
+        for (std::uint32_t row = 0; row < a.size; ++row) {
+            const std::uint32_t i = a.entities[row].index;
+            EntityRecord& r = record_data_[i];
+            r.archetype = dead_archetype;
+            r.generation = next_generation(r.generation);
+            r.row = head;
+            head = i;
+        }
+        free_head_ = head;
+        free_count_ += a.size;
+        alive_ -= a.size;
+        destroy_rows(a, 0, a.size);
+        n += a.size;
+        a.freed += a.size;
+        a.size = 0;
+    }
+    return n;
 }
 
 namespace {

@@ -72,6 +72,48 @@ bool apply_despawn(Storage& s, Entity e) {
     return s.despawn(e);
 }
 
+std::size_t apply_despawns(Storage& s, std::span<const Entity> es) {
+    const auto concerned = [&s](Entity e) {
+        const EntityRecord* r = s.record(e);
+        return r != nullptr && s.hooked(*r);
+    };
+    if (!s.hooked() || (s.relations() == nullptr && std::none_of(es.begin(), es.end(), concerned)))
+        [[likely]] {
+        return s.despawn_many(es);
+    }
+    std::size_t n = 0;
+    for (const Entity e : es) n += s.hooks().despawn(s, e) ? 1 : 0;
+    return n;
+}
+
+std::size_t queue_despawns(Storage& s, std::span<const Entity> es) {
+    // Bits by entity index: `before` for live entities queued for despawn already, `now` for
+    // the ones this call queues.
+    const std::size_t words = (std::size_t{s.record_count()} + 63) / 64;
+    std::pmr::vector<std::uint64_t> before(words, 0, s.resource());
+    std::pmr::vector<std::uint64_t> now(words, 0, s.resource());
+    const auto mask = [](Entity e) { return std::uint64_t{1} << (e.index % 64); };
+    for (const Command& c : s.deferred().pending()) {
+        if (c.kind == Command::Kind::despawn && s.record(c.entity) != nullptr)
+            before[c.entity.index / 64] |= mask(c.entity);
+    }
+    std::size_t n = 0;
+    for (const Entity e : es) {
+        if (s.record(e) == nullptr || ((before[e.index / 64] | now[e.index / 64]) & mask(e)) != 0)
+            continue;
+        now[e.index / 64] |= mask(e);
+        ++n;
+    }
+    s.deferred().reserve(n);
+    // Nothing below throws: the first handle of each entity queues it and clears its bit.
+    for (const Entity e : es) {
+        if (s.record(e) == nullptr || (now[e.index / 64] & mask(e)) == 0) continue;
+        now[e.index / 64] &= ~mask(e);
+        s.deferred().push(Command::Kind::despawn, e);
+    }
+    return n;
+}
+
 // ------------------------------------------------------------------------------- deferral
 
 void flush(Storage& s) {

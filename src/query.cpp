@@ -38,6 +38,12 @@ void throw_empty_query(const char* op) {
                     "it from world.query<...>() first");
 }
 
+void throw_foreign_query(const char* op) {
+    throw Error(errc::invalid_argument,
+                std::string(op) +
+                    ": the query belongs to another world (make it with this world's query<...>())");
+}
+
 std::span<const std::uint32_t> QueryState::update() {
     if (storage_ == nullptr) return {};        // an empty query
     if (epoch_ != storage_->layout_epoch()) {  // the world was restored or loaded: re-match

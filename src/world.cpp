@@ -133,6 +133,41 @@ bool World::despawn(Entity e) {
     return detail::apply_despawn(s, e);
 }
 
+std::size_t World::despawn(std::span<const Entity> entities) {
+    const detail::EntryCheck entry(*storage_);
+    detail::Storage& s = *storage_;
+    if (!s.permanent_words().empty()) {
+        for (const Entity e : entities) detail::check_despawnable(s, "World::despawn", e);
+    }
+    if (s.deferring()) [[unlikely]] {
+        detail::check_not_parallel(s, "World::despawn");
+        return detail::queue_despawns(s, entities);
+    }
+    return detail::apply_despawns(s, entities);
+}
+
+std::size_t World::despawn_tables(std::span<const std::uint32_t> tables) {
+    const detail::EntryCheck entry(*storage_);
+    detail::Storage& s = *storage_;
+    const auto concerned = [&s](std::uint32_t index) {
+        const detail::Archetype& a = s.archetype(index);
+        return s.hooked(a) ||
+               (!s.permanent_words().empty() &&
+                std::any_of(a.entities, a.entities + a.size,
+                            [&s](Entity e) { return s.permanent(e.index); }));
+    };
+    if (s.deferring() || s.relations() != nullptr ||
+        std::any_of(tables.begin(), tables.end(), concerned)) [[unlikely]] {
+        std::pmr::vector<Entity> all(s.resource());
+        for (const std::uint32_t index : tables) {
+            const detail::Archetype& a = s.archetype(index);
+            all.insert(all.end(), a.entities, a.entities + a.size);
+        }
+        return despawn(all);
+    }
+    return s.despawn_tables(tables);
+}
+
 bool World::is_permanent(Entity e) const noexcept {
     return is_alive(e) && storage_->permanent(e.index);
 }

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -199,4 +200,44 @@ TEST(CommandBuffer, UsesItsOwnMemoryResource) {
         EXPECT_GT(mr.allocations, 0u);
     }
     EXPECT_EQ(mr.outstanding, 0u);
+}
+
+namespace {
+/// Remembers where it was built; counts the moves made of it.
+struct Pinned {
+    static inline int moves = 0;
+    const Pinned* self;
+    int v;
+    explicit Pinned(int value) noexcept : self(this), v(value) {}
+    Pinned(Pinned&& o) noexcept : self(this), v(o.v) { ++moves; }
+    Pinned& operator=(Pinned&&) = delete;
+    ~Pinned() = default;
+};
+struct Picky {
+    int v;
+    explicit Picky(int value) : v(value) {
+        if (value < 0) throw std::invalid_argument("negative");
+    }
+};
+}  // namespace
+
+TEST(CommandBuffer, EmplaceBuildsInTheBufferAndMovesOnceWhenApplied) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 1});
+    ts::CommandBuffer cmds;
+    Pinned::moves = 0;
+    cmds.emplace<Pinned>(e, 3);
+    EXPECT_EQ(Pinned::moves, 0);
+    const ts::Entity p = cmds.spawn();
+    cmds.emplace<Name>(p, "qq");
+    const ts::Entity other = w.spawn(Position{2, 2});
+    EXPECT_THROW(cmds.emplace<Picky>(other, -1), std::invalid_argument);
+    cmds.emplace<Picky>(other, 6);
+    EXPECT_EQ(cmds.apply(w), 4u) << "the failed emplace recorded nothing";
+    EXPECT_EQ(Pinned::moves, 1) << "once, from the buffer into the table";
+    ASSERT_TRUE(w.has<Pinned>(e));
+    EXPECT_EQ(w.try_get<Pinned>(e)->v, 3);
+    EXPECT_EQ(w.try_get<Pinned>(e)->self, w.try_get<Pinned>(e));
+    EXPECT_EQ(w.get<Picky>(other).v, 6);
+    EXPECT_EQ(w.get<Name>(cmds.resolved(p)).s, "qq");
 }

@@ -17,6 +17,7 @@
 #include <memory>
 #include <memory_resource>
 #include <new>
+#include <span>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -377,6 +378,12 @@ std::vector<Step> batch_script() {
                      EXPECT_TRUE(w.despawn(c.many[3]));
                      EXPECT_TRUE(w.despawn(c.many[9]));
                  }});
+    s.push_back({"despawn(span of many[10..40), one twice, one dead)", [](World& w, Ctx& c) {
+                     std::vector<tessera::Entity> doomed(c.many.begin() + 10, c.many.begin() + 40);
+                     doomed.push_back(c.many[12]);
+                     doomed.push_back(c.many[3]);  // dead
+                     EXPECT_EQ(w.despawn(std::span<const tessera::Entity>(doomed)), 30u);
+                 }});
     s.push_back({"changed_tick<Counted> activates tracking", [](World& w, Ctx& c) {
                      (void)w.changed_tick<Counted>(c.many[0]);
                      c.tracked_counted = true;
@@ -421,6 +428,22 @@ std::vector<Step> batch_script() {
         {"deferred remove<A, Label>(many3[3])",
          [](World& w, Ctx& c) { in_loop(w, [&] { (void)w.remove<A, Label>(c.many3[3]); }); },
          true});
+    s.push_back({"deferred despawn(span of many3[40..60), many[50] twice)",
+                 [](World& w, Ctx& c) {
+                     in_loop(w, [&] {
+                         std::vector<tessera::Entity> doomed(c.many3.begin() + 40,
+                                                             c.many3.begin() + 60);
+                         doomed.push_back(c.many[50]);
+                         doomed.push_back(c.many[50]);
+                         EXPECT_EQ(w.despawn(std::span<const tessera::Entity>(doomed)), 21u);
+                     });
+                 },
+                 true});
+    s.push_back({"despawn(span of many3[60..80)) observed", [](World& w, Ctx& c) {
+                     std::vector<tessera::Entity> doomed(c.many3.begin() + 60,
+                                                         c.many3.begin() + 80);
+                     EXPECT_EQ(w.despawn(std::span<const tessera::Entity>(doomed)), 20u);
+                 }});
     s.push_back({"deferred despawn(many3[4]) and spawn()",
                  [](World& w, Ctx& c) {
                      in_loop(w, [&] {
@@ -471,6 +494,17 @@ std::vector<Step> batch_script() {
                      });
                  },
                  true});
+    s.push_back({"despawn_all(query<const A&, const Label&>()) observed", [](World& w, Ctx&) {
+                     auto q = w.query<const A&, const Label&>();
+                     const std::size_t n = q.count();
+                     EXPECT_EQ(w.despawn_all(q), n);
+                 }});
+    s.push_back({"unsubscribe the observers", [](World&, Ctx& c) { c.observers.clear(); }});
+    s.push_back({"despawn_all(query<const A&>().without<Label>())", [](World& w, Ctx&) {
+                     auto q = w.query<const A&>().without<Label>();
+                     const std::size_t n = q.count();
+                     EXPECT_EQ(w.despawn_all(q), n);
+                 }});
     return s;
 }
 

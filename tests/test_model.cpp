@@ -507,6 +507,28 @@ private:
     }
 
     void despawn_op() {
+        if (chance(15) && !live_.empty()) {
+            op_ = "despawn(span)";
+            // A few live handles (some twice), a dead or null one: each live one goes once.
+            std::vector<tessera::Entity> given;
+            std::unordered_set<std::uint64_t> distinct;
+            const std::size_t k = 1 + below(std::min<std::size_t>(live_.size(), 12));
+            for (std::size_t i = 0; i < k; ++i) {
+                const tessera::Entity e = random_live();
+                given.push_back(e);
+                distinct.insert(e.to_bits());
+                if (chance(20)) given.push_back(e);
+            }
+            given.insert(given.begin() + static_cast<std::ptrdiff_t>(below(given.size() + 1)),
+                         random_dead());
+            EXPECT_EQ(world_.despawn(std::span<const tessera::Entity>(given)), distinct.size());
+            for (const tessera::Entity e : given) {
+                if (!model_.contains(e.to_bits())) continue;  // dead, or erased already
+                erase_model(e);
+                EXPECT_FALSE(world_.is_alive(e));
+            }
+            return;
+        }
         if (chance(85) && !live_.empty()) {
             op_ = "despawn(live)";
             const tessera::Entity e = random_live();

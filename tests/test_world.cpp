@@ -1,4 +1,6 @@
 #include <tessera/serialize.hpp>
+#include <tessera/observer.hpp>
+#include <tessera/query.hpp>
 #include <tessera/world.hpp>
 
 #include <nlohmann/json.hpp>
@@ -549,4 +551,101 @@ TEST(World, AdvanceTickAtMaxTickIsLimitExceededAndNeverWraps) {
     EXPECT_EQ(w.tick(), ts::World::max_tick) << "a failed advance changes nothing";
     const ts::Entity e = w.spawn(Position{1, 2});
     EXPECT_EQ(w.changed_tick<Position>(e), ts::World::max_tick) << "the world keeps working";
+}
+
+// ----------------------------------------------------------------------------------- emplace
+
+namespace {
+/// Remembers where it was built; counts the moves made of it.
+struct Pinned {
+    static inline int moves = 0;
+    const Pinned* self;
+    int v;
+    explicit Pinned(int value) noexcept : self(this), v(value) {}
+    Pinned(Pinned&& o) noexcept : self(this), v(o.v) { ++moves; }
+    Pinned& operator=(Pinned&&) = delete;
+    ~Pinned() = default;
+};
+/// Its constructor throws for negative values.
+struct Picky {
+    int v;
+    explicit Picky(int value) : v(value) {
+        if (value < 0) throw std::invalid_argument("negative");
+    }
+};
+}  // namespace
+
+TEST(World, EmplaceBuildsTheValueInItsTableSlot) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Position{1, 2});
+    const ts::Entity b = w.spawn(Position{3, 4});
+    Pinned::moves = 0;
+    w.emplace<Pinned>(a, 7);  // a new table (the edge is made now)
+    w.emplace<Pinned>(b, 8);  // along the cached edge
+    EXPECT_EQ(Pinned::moves, 0) << "the value was moved in";
+    EXPECT_EQ(w.get<Position>(b).x, 3);
+    for (const ts::Entity e : {a, b}) {
+        const Pinned* p = w.try_get<Pinned>(e);
+        ASSERT_NE(p, nullptr);
+        EXPECT_EQ(p->self, p);
+    }
+    EXPECT_EQ(w.try_get<Pinned>(a)->v, 7);
+    EXPECT_EQ(w.try_get<Pinned>(b)->v, 8);
+    // Replacing: in the same slot, marked changed.
+    (void)w.changed_tick<Pinned>(a);
+    w.advance_tick();
+    w.emplace<Pinned>(a, 9);
+    EXPECT_EQ(Pinned::moves, 0);
+    EXPECT_EQ(w.try_get<Pinned>(a)->v, 9);
+    EXPECT_EQ(w.try_get<Pinned>(a)->self, w.try_get<Pinned>(a));
+    EXPECT_EQ(w.changed_tick<Pinned>(a), w.tick());
+    // Tags and plain values.
+    w.emplace<Frozen>(a);
+    EXPECT_TRUE(w.has<Frozen>(a));
+    w.emplace<Name>(b, "zzz");
+    EXPECT_EQ(w.get<Name>(b).s, "zzz");
+}
+
+TEST(World, EmplaceWhoseConstructorThrowsChangesNothing) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 2});
+    const std::size_t tables = w.archetype_count();
+    EXPECT_THROW(w.emplace<Picky>(e, -1), std::invalid_argument);
+    EXPECT_FALSE(w.has<Picky>(e));
+    EXPECT_EQ(w.get<Position>(e).x, 1);
+    w.emplace<Picky>(e, 5);
+    EXPECT_EQ(w.get<Picky>(e).v, 5);
+    EXPECT_THROW(w.emplace<Picky>(e, -2), std::invalid_argument);
+    EXPECT_EQ(w.get<Picky>(e).v, 5) << "a failed replace keeps the old value";
+    EXPECT_GE(w.archetype_count(), tables);
+}
+
+TEST(World, EmplaceDeferredObservedAndOnTheDead) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 2});
+    w.each([&](const Position&) { w.emplace<Pinned>(e, 4); });
+    ASSERT_TRUE(w.has<Pinned>(e)) << "applied when the loop ended";
+    EXPECT_EQ(w.try_get<Pinned>(e)->v, 4);
+    EXPECT_EQ(w.try_get<Pinned>(e)->self, w.try_get<Pinned>(e)) << "its move fixed it up";
+    int seen = 0;
+    ts::Observer o = w.on_add<Name>([&](ts::World& world, ts::Entity x) {
+        seen += world.get<Name>(x).s == "ob" ? 1 : 0;
+    });
+    w.emplace<Name>(e, "ob");
+    EXPECT_EQ(seen, 1);
+    w.despawn(e);
+    try {
+        w.emplace<Pinned>(e, 1);
+        ADD_FAILURE() << "no error";
+    } catch (const ts::Error& err) {
+        EXPECT_EQ(err.code(), ts::errc::not_alive);
+        EXPECT_NE(std::string(err.what()).find("World::emplace"), std::string::npos) << err.what();
+    }
+    try {
+        w.emplace<Name>(e, "dead and observed");
+        ADD_FAILURE() << "no error";
+    } catch (const ts::Error& err) {
+        EXPECT_EQ(err.code(), ts::errc::not_alive);
+        EXPECT_NE(std::string(err.what()).find("World::emplace"), std::string::npos) << err.what();
+    }
 }

@@ -53,6 +53,26 @@ public:
     template <class... Ts>
     requires(sizeof...(Ts) > 0) void add(Entity e, Ts&&... components);
 
+    /// Records adding (or replacing) a `T` made from `args` on `e`, building it in the buffer's
+    /// own storage (no temporary): `apply` moves it into the table once. If `T`'s constructor
+    /// throws, nothing is recorded.
+    template <class T, class... Args>
+    void emplace(Entity e, Args&&... args) {
+        static_assert(Component<T>,
+                      "tessera: a component type must be an object type that is nothrow move "
+                      "constructible and nothrow destructible (mark its move constructor "
+                      "noexcept)");
+        static_assert(std::is_constructible_v<T, Args&&...>,
+                      "tessera: CommandBuffer::emplace<T>(e, args...) needs a T constructible "
+                      "from args");
+        begin_record();
+        queue_.reserve(1);
+        const ComponentInfo& info = component_info<T>();
+        std::byte* slot = queue_.allocate_value(info);
+        ::new (static_cast<void*>(slot)) T(std::forward<Args>(args)...);
+        queue_.push_add(e, info, slot, 1);
+    }
+
     /// Records adding a value-initialised `T` (tags, default-constructible components).
     template <class T>
     void add(Entity e) {

@@ -160,6 +160,8 @@ private:
 
 /// Throws Error(invalid_argument): `op` needs a world, and the query is empty.
 [[noreturn]] void throw_empty_query(const char* op);
+/// Throws Error(invalid_argument): `op` was given a query of another world.
+[[noreturn]] void throw_foreign_query(const char* op);
 
 /// What a query term is: `T&` (write), `const T&` (read), `T*`/`const T*` (optional), `Entity`.
 template <class Term>
@@ -602,6 +604,8 @@ public:
     }
 
 private:
+    friend class World;  // despawn_all asks which tables are gated
+
     void check_attached(const char* op) const {
         if (!state_.attached()) detail::throw_empty_query(op);
     }
@@ -747,6 +751,29 @@ struct terms_of<std::tuple<Entity, A...>> {
 template <class... Terms>
 Query<Terms...> World::query() {
     return Query<Terms...>(*storage_);
+}
+
+template <class... Terms>
+std::size_t World::despawn_all(Query<Terms...>& query) {
+    if (!query) return 0;
+    detail::QueryState& state = query.state();
+    if (&state.storage() != storage_) [[unlikely]]
+        detail::throw_foreign_query("World::despawn_all");
+    const std::span<const std::uint32_t> matched = state.update();
+    const bool whole = state.filters().empty() &&
+                       std::none_of(matched.begin(), matched.end(), [this](std::uint32_t index) {
+                           return Query<Terms...>::gated(storage_->archetype(index));
+                       });
+    if (whole) {
+        std::pmr::vector<std::uint32_t> tables(storage_->resource());
+        for (const std::uint32_t index : matched) {
+            if (storage_->archetype(index).size != 0) tables.push_back(index);
+        }
+        return despawn_tables(tables);
+    }
+    std::pmr::vector<Entity> doomed(storage_->resource());
+    query.each([&doomed](Entity e, auto&&...) { doomed.push_back(e); });
+    return despawn(std::span<const Entity>(doomed));
 }
 
 template <class F>

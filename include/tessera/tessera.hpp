@@ -7,6 +7,7 @@
 /// or `<unordered_map>` (the `header_budget` test holds it to a preprocessed line budget).
 #pragma once
 
+#include <tessera/accessor.hpp>
 #include <tessera/assert.hpp>
 #include <tessera/chunk.hpp>
 #include <tessera/commands.hpp>

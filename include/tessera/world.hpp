@@ -38,6 +38,8 @@ enum class Lifetime : std::uint8_t {
 };
 template <class... Terms>
 class Query;
+template <class T>
+class Accessor;
 struct QuerySpec;
 class Chunk;
 template <class T>
@@ -135,6 +137,28 @@ public:
     /// @throws Error(permanent_entity) when `e` was spawned with `spawn_permanent`.
     bool despawn(Entity e);
 
+    /// Despawns every live entity of `entities` (dead, null and repeated handles are skipped)
+    /// and returns how many: the same observers, in the same order, the same relation cleanup
+    /// and `ChildOf` cascade as one `despawn` per handle in the order given, and the handles
+    /// are freed in that order. Where no observer or relation is concerned it takes one pass
+    /// per table instead of one row move per entity, so a table's surviving rows may end in
+    /// another order than one despawn at a time would leave them. While the world iterates
+    /// (or defers), each is queued, as `despawn` does. O(n + rows moved); a scratch bit per
+    /// row of the tables concerned. Strong guarantee: an error or a failed allocation changes
+    /// nothing (with observers or relations concerned, an exception an observer throws stops
+    /// the call with the entities before it despawned).
+    /// @throws Error(permanent_entity) when one is permanent (before anything is despawned).
+    std::size_t despawn(std::span<const Entity> entities);
+
+    /// Despawns every entity `query` matches (the ones its `each` visits: enable flags and
+    /// change filters apply, the latter counting as a run of the query) and returns how many,
+    /// as `despawn(span)` does with them in table order. Tables matched whole, with nothing
+    /// observed, are freed whole: O(tables + entities), no row moves. Defined in query.hpp.
+    /// @throws Error(invalid_argument) for a query of another world,
+    /// Error(permanent_entity) like `despawn(span)`.
+    template <class... Terms>
+    std::size_t despawn_all(Query<Terms...>& query);
+
     /// Whether a despawn of `e` is queued (made while the world iterates; applied when the
     /// outermost iteration ends). O(queued commands).
     [[nodiscard]] bool despawn_pending(Entity e) const noexcept;
@@ -161,6 +185,16 @@ public:
     /// existing `T` with a fresh value. @throws Error(not_alive)
     template <class T>
     void add(Entity e);
+
+    /// Adds a `T` made from `args` to `e`, or replaces the one it has, like `add`, but builds
+    /// the value where it lives: in `e`'s table slot when `T` is nothrow-constructible from
+    /// `args` and nothing defers or observes the change (then no `T` is moved or copied);
+    /// otherwise a `T` is made first and moved in (`add`). Later archetype moves of `e` move
+    /// it as usual. Marks added (new) or changed (replaced). O(components of `e`).
+    /// @throws Error(not_alive), Error(invalid_argument) like `add`; what `T`'s constructor
+    /// throws (nothing changes then).
+    template <class T, class... Args>
+    void emplace(Entity e, Args&&... args);
 
     /// Removes the components `e` has among `Ts` in one archetype move. Returns false when `e`
     /// had none of them. @throws Error(not_alive)
@@ -192,6 +226,12 @@ public:
     /// `get_mut` take two. Valid until the next structural change. O(1).
     template <class T>
     [[nodiscard]] T* try_get_mut(Entity e) noexcept;
+
+    /// An `Accessor<T>` (accessor.hpp): `get`, `try_get`, `get_mut` and `try_get_mut` of `T`
+    /// with this world's entity index and `T`'s columns at hand, the fastest lookup by handle.
+    /// Valid until the next structural change. Registers `T`. Defined in accessor.hpp.
+    template <class T>
+    [[nodiscard]] Accessor<T> accessor();
 
     /// Overwrites `e`'s existing `T` and marks it changed.
     /// @throws Error(not_alive), Error(missing_component)
@@ -488,6 +528,7 @@ public:
 
 private:
     Entity spawn_deferred(std::uint16_t components = 0);
+    std::size_t despawn_tables(std::span<const std::uint32_t> tables);
     bool remove_deferred(Entity e, std::span<const ComponentId> ids);
     template <class... Ts>
     void add_deferred(Entity e, Ts&&... components);

@@ -173,6 +173,10 @@ public:
     [[nodiscard]] const ComponentInfo* known_info(ComponentId id) const noexcept {
         return id.value < components_.size() ? components_[id.value].info : nullptr;
     }
+    /// What this world knows of `id` (its column per archetype). Precondition: ensured.
+    [[nodiscard]] const WorldComponent& world_component(ComponentId id) const noexcept {
+        return components_[id.value];
+    }
     /// Turns on change tracking for `id`: every existing row is stamped with the current tick.
     void track(ComponentId id);
     [[nodiscard]] bool tracked(ComponentId id) const noexcept {
@@ -268,6 +272,15 @@ public:
     std::span<const Entity> commit_spawn_many(Archetype& a, std::size_t n) noexcept;
     /// Destroys the entity's values and frees its slot. False when `e` is not alive.
     bool despawn(Entity e) noexcept;
+    /// Despawns the live entities of `es` (dead, null and repeated handles are skipped):
+    /// their slots are freed in the order given, as one `despawn` at a time would, then each
+    /// table they were in is compacted once, from its highest freed row down (the last row
+    /// fills each hole). Returns how many were despawned. O(n + rows moved). Preconditions: no
+    /// hook applies, none is permanent. @throws bad_alloc (scratch) before changing anything.
+    std::size_t despawn_many(std::span<const Entity> es);
+    /// Despawns every entity of the tables `tables` (archetype indices, each once), rows in
+    /// table order. Returns how many. Preconditions as `despawn_many`.
+    std::size_t despawn_tables(std::span<const std::uint32_t> tables) noexcept;
     /// Moves `e`'s row to `to`; values of components `to` lacks are destroyed, slots of
     /// components the source lacks are left uninitialised (the caller constructs them before
     /// anything else can run). Ticks travel with the values. Precondition: `reserve_rows(to, 1)`.
@@ -436,6 +449,13 @@ private:
     void init_row(RowSlot slot) noexcept;
     Bundle new_bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids_in_order);
     void free_row(Archetype& a, std::uint32_t row) noexcept;
+    /// Marks the record of a live entity dead (generation bumped) and frees its index.
+    void free_record(std::uint32_t index) noexcept;
+    /// The generation after `g`: it wraps to 1, and 0xFFFFFFFF is never used (it marks
+    /// command-buffer placeholders).
+    static constexpr std::uint32_t next_generation(std::uint32_t g) noexcept {
+        return g + 1 >= 0xFFFFFFFFu ? 1 : g + 1;
+    }
     std::byte* allocate(std::size_t bytes, std::size_t align);
     void deallocate(void* p, std::size_t bytes, std::size_t align) noexcept;
     void release_archetype(Archetype& a) noexcept;

@@ -49,6 +49,14 @@ bool apply_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const 
 /// Despawns `e` (observers, relations and the ChildOf cascade when present); false when it is
 /// not alive.
 bool apply_despawn(Storage& s, Entity e);
+/// Despawns the live entities of `es` (dead and repeated handles skipped); returns how many.
+/// When no observer or relation is concerned, in one pass per table (`Core::despawn_many`),
+/// with the strong guarantee; otherwise one `apply_despawn` at a time, in order.
+std::size_t apply_despawns(Storage& s, std::span<const Entity> es);
+/// Queues a despawn of each live entity of `es` not queued for despawn yet (the world
+/// defers); returns how many it queued. O(n + queued commands). @throws std::bad_alloc
+/// before queuing any.
+std::size_t queue_despawns(Storage& s, std::span<const Entity> es);
 
 // ---- deferral ----
 

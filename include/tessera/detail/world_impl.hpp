@@ -79,18 +79,18 @@ T* lookup(const Storage& s, Entity e, ComponentId id) noexcept {
 
 /// Constructs (or, when `existed`, replaces) the `U` at column `c` of `slot` (a tag when
 /// negative: no bytes), stamping it when tracked.
-template <class U, class Arg>
+template <class U, class... Args>
 [[gnu::always_inline]] inline void place(Storage& s, RowSlot slot, std::int32_t c, bool existed,
-                                         Arg&& arg) noexcept {
+                                         Args&&... args) noexcept {
     if (c < 0) return;
     Column& col = slot.archetype->columns[static_cast<std::uint32_t>(c)];
     U* p = reinterpret_cast<U*>(col.data) + slot.row;
     if (existed) {
         p->~U();
-        ::new (static_cast<void*>(p)) U(std::forward<Arg>(arg));
+        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
         s.stamp_changed(*slot.archetype, slot.row, c);
     } else {
-        ::new (static_cast<void*>(p)) U(std::forward<Arg>(arg));
+        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
         s.stamp_added(slot, c);
     }
 }
@@ -422,6 +422,30 @@ void World::add(Entity e) {
     static_assert(std::is_default_constructible_v<T>,
                   "tessera: World::add<T>(e) needs a default-constructible T; pass a value");
     add(e, T{});
+}
+
+template <class T, class... Args>
+void World::emplace(Entity e, Args&&... args) {
+    static_assert(detail::components_v<T>, TESSERA_COMPONENT_REQUIREMENT);
+    static_assert(std::is_constructible_v<T, Args&&...>,
+                  "tessera: World::emplace<T>(e, args...) needs a T constructible from args");
+    const ComponentId id = component_id<T>();
+    if constexpr (std::is_nothrow_constructible_v<T, Args&&...> && !detail::relation_only_v<T>) {
+        detail::Storage& s = *storage_;
+        const detail::EntryCheck entry(s);
+        if (!s.deferring() && !s.hooked(id)) [[likely]] {
+            bool existed = false;
+            std::int32_t column = 0;
+            // Throws (not_alive, bad_alloc) before changing anything; nothing throws after.
+            const detail::RowSlot slot =
+                s.prepare_add_one(e, id, existed, column, "World::emplace");
+            detail::place<T>(s, slot, column, existed, std::forward<Args>(args)...);
+            return;
+        }
+    }
+    if (!is_alive(e)) [[unlikely]]
+        detail::throw_not_alive("World::emplace", e, id);
+    add(e, T(std::forward<Args>(args)...));
 }
 
 template <class... Ts>
