@@ -168,6 +168,73 @@ std::size_t World::despawn_tables(std::span<const std::uint32_t> tables) {
     return s.despawn_tables(tables);
 }
 
+ArchetypeInfo World::archetype_info(std::uint32_t index) const noexcept {
+    const detail::Archetype& a = storage_->archetype(index);
+    std::size_t bytes = sizeof(Entity);
+    for (const detail::Column& c : a.columns) {
+        bytes += c.size + (c.changed != nullptr ? 2 * sizeof(std::uint64_t) : 0) +
+                 (c.enabled != nullptr ? 1 : 0);
+    }
+    // Indices skip the two sentinel tables (dead and pending entities) no user sees.
+    const std::uint32_t shown = index == detail::empty_archetype ? 0 : index - 2;
+    return {shown, a.ids, a.size, a.capacity, bytes};
+}
+
+std::vector<ArchetypeInfo> World::archetypes() const {
+    std::vector<ArchetypeInfo> out;
+    out.reserve(storage_->archetype_count());
+    out.push_back(archetype_info(detail::empty_archetype));
+    for (std::size_t i = detail::first_user_archetype; i < storage_->archetype_slots(); ++i)
+        out.push_back(archetype_info(static_cast<std::uint32_t>(i)));
+    return out;
+}
+
+void World::reserve_table(std::uint32_t index, std::size_t n) {
+    detail::Storage& s = *storage_;
+    if (s.deferring() || s.parallel()) {
+        throw Error(errc::invalid_argument,
+                    "World::reserve: called while the world defers or iterates (a loop, a "
+                    "defer_begin): a table in use can't grow; call it outside");
+    }
+    detail::Archetype& a = s.archetype(index);
+    if (n > a.size) s.reserve_spawn(a, n - a.size);
+}
+
+void World::defer_begin() noexcept {
+    detail::Storage& s = *storage_;
+    s.begin_defer();
+    s.set_user_defers(s.user_defers() + 1);
+}
+
+void World::defer_end() {
+    detail::Storage& s = *storage_;
+    if (s.user_defers() == 0) {
+        throw Error(errc::invalid_argument,
+                    "World::defer_end: no defer_begin is open (each defer_end ends one)");
+    }
+    s.set_user_defers(s.user_defers() - 1);
+    detail::end_defer(s);
+}
+
+bool World::flush() {
+    detail::Storage& s = *storage_;
+    if (s.deferring()) return false;
+    const detail::EntryCheck entry(s);
+    detail::flush(s);
+    return true;
+}
+
+bool World::deferring() const noexcept {
+    return storage_->deferring();
+}
+
+Deferral::~Deferral() {
+    if (world_ == nullptr) return;
+    detail::Storage& s = world_->storage();
+    s.set_user_defers(s.user_defers() - 1);
+    detail::end_defer_noexcept(s);
+}
+
 bool World::is_permanent(Entity e) const noexcept {
     return is_alive(e) && storage_->permanent(e.index);
 }

@@ -16,6 +16,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ts = tessera;
@@ -648,4 +649,65 @@ TEST(World, EmplaceDeferredObservedAndOnTheDead) {
         EXPECT_EQ(err.code(), ts::errc::not_alive);
         EXPECT_NE(std::string(err.what()).find("World::emplace"), std::string::npos) << err.what();
     }
+}
+
+// -------------------------------------------------------------------- archetypes and reserve
+
+TEST(World, ArchetypesDescribeEveryTable) {
+    ts::World w;
+    const std::vector<ts::ArchetypeInfo> fresh = w.archetypes();
+    ASSERT_EQ(fresh.size(), 1u);
+    EXPECT_EQ(fresh[0].index, 0u);
+    EXPECT_TRUE(fresh[0].components.empty());
+    (void)w.spawn(Position{1, 2}, Velocity{});
+    (void)w.spawn(Position{3, 4}, Velocity{});
+    (void)w.spawn(Name{"n"}, Frozen{});
+    const std::vector<ts::ArchetypeInfo> all = w.archetypes();
+    ASSERT_EQ(all.size(), w.archetype_count());
+    ASSERT_EQ(all.size(), 3u);
+    for (std::size_t i = 0; i < all.size(); ++i) EXPECT_EQ(all[i].index, i);
+    EXPECT_EQ(all[1].size, 2u);
+    EXPECT_GE(all[1].capacity, 2u);
+    EXPECT_EQ(all[1].bytes_per_row, sizeof(ts::Entity) + sizeof(Position) + sizeof(Velocity));
+    std::vector<ts::ComponentId> pv{ts::component_id<Position>(), ts::component_id<Velocity>()};
+    std::sort(pv.begin(), pv.end());
+    EXPECT_TRUE(std::equal(all[1].components.begin(), all[1].components.end(), pv.begin(),
+                           pv.end()));
+    EXPECT_EQ(all[2].components.size(), 2u) << "tags are listed";
+    EXPECT_EQ(all[2].bytes_per_row, sizeof(ts::Entity) + sizeof(Name)) << "tags take no bytes";
+    // The same set in any order is the same archetype; a new set is created, empty.
+    EXPECT_EQ((w.archetype<Velocity, Position>().index), 1u);
+    const ts::ArchetypeInfo made = w.archetype<Position, Enemy>();
+    EXPECT_EQ(made.index, 3u);
+    EXPECT_EQ(made.size, 0u);
+    EXPECT_EQ(w.archetype<>().index, 0u);
+    // Change ticks show in the row size once tracked.
+    const ts::Entity e = w.spawn(Position{5, 6}, Velocity{});
+    (void)w.changed_tick<Position>(e);
+    EXPECT_EQ(w.archetypes()[1].bytes_per_row,
+              sizeof(ts::Entity) + sizeof(Position) + sizeof(Velocity) + 16);
+}
+
+TEST(World, ReserveGrowsOneTableOnceSoSpawningAllocatesNothing) {
+    ts::test::CountingResource res;
+    ts::World w(&res);
+    w.reserve<Position, Velocity>(1000);
+    EXPECT_GE((w.archetype<Position, Velocity>().capacity), 1000u);
+    EXPECT_EQ((w.archetype<Position, Velocity>().size), 0u);
+    const std::size_t before = res.allocations;
+    for (int i = 0; i < 1000; ++i) (void)w.spawn(Position{float(i), 0}, Velocity{});
+    EXPECT_EQ(res.allocations, before) << "the table or the entity index grew again";
+    w.reserve<Position, Velocity>(10);  // already larger: nothing
+    EXPECT_EQ(res.allocations, before);
+    bool once = false;
+    w.each([&](const Position&) {
+        if (std::exchange(once, true)) return;
+        try {
+            w.reserve<Position>(5000);
+            ADD_FAILURE() << "no error";
+        } catch (const ts::Error& e) {
+            EXPECT_EQ(e.code(), ts::errc::invalid_argument);
+            EXPECT_NE(std::string(e.what()).find("World::reserve"), std::string::npos);
+        }
+    });
 }

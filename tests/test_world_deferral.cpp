@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory_resource>
+#include <new>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -375,4 +377,118 @@ TEST(QueryStamp, ChunkStampsSurviveRowsMovingInAndOut) {
     std::size_t n = 0;
     since.each([&](const Position&) { ++n; });
     EXPECT_EQ(n, 2u);  // a and b
+}
+
+// ------------------------------------------------------------------------ deferral on demand
+
+TEST(DeferOnDemand, DeferBeginQueuesUntilTheOutermostEnd) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Position{1, 1});
+    EXPECT_FALSE(w.deferring());
+    w.defer_begin();
+    EXPECT_TRUE(w.deferring());
+    const ts::Entity b = w.spawn(Position{2, 2});
+    EXPECT_TRUE(w.is_alive(b));
+    EXPECT_FALSE(w.has<Position>(b)) << "components come at the flush";
+    EXPECT_TRUE(w.despawn(a));
+    EXPECT_TRUE(w.despawn_pending(a));
+    EXPECT_TRUE(w.is_alive(a));
+    w.defer_begin();  // nested
+    w.add(b, Name{"b"});
+    w.defer_end();
+    EXPECT_FALSE(w.has<Name>(b)) << "an inner end applies nothing";
+    EXPECT_FALSE(w.flush()) << "flush is a no-op while deferring";
+    w.defer_end();
+    EXPECT_FALSE(w.deferring());
+    EXPECT_FALSE(w.is_alive(a));
+    EXPECT_EQ(w.get<Position>(b).x, 2);
+    EXPECT_EQ(w.get<Name>(b).s, "b");
+    EXPECT_TRUE(w.flush()) << "nothing queued: applies nothing";
+}
+
+TEST(DeferOnDemand, LevelsNestWithLoopsEitherWay) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Position{1, 1});
+    // A loop inside a defer scope: its end applies nothing.
+    w.defer_begin();
+    w.query<const Position&>().each([&](const Position&) { w.add(a, Frozen{}); });
+    EXPECT_FALSE(w.has<Frozen>(a));
+    w.defer_end();
+    EXPECT_TRUE(w.has<Frozen>(a));
+    // A scope opened in a loop and closed after it: the loop's end applies nothing.
+    w.query<const Position&>().each([&](const Position&) {
+        w.defer_begin();
+        (void)w.remove<Frozen>(a);
+    });
+    EXPECT_TRUE(w.has<Frozen>(a));
+    w.defer_end();
+    EXPECT_FALSE(w.has<Frozen>(a));
+}
+
+TEST(DeferOnDemand, AnUnmatchedEndIsAnErrorAndLeavesALoopAlone) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Position{1, 1});
+    try {
+        w.defer_end();
+        ADD_FAILURE() << "no error";
+    } catch (const ts::Error& e) {
+        EXPECT_EQ(e.code(), ts::errc::invalid_argument);
+        EXPECT_NE(std::string(e.what()).find("World::defer_end"), std::string::npos);
+    }
+    w.query<const Position&>().each([&](const Position&) {
+        EXPECT_THROW(w.defer_end(), ts::Error) << "a loop's level is not the caller's to end";
+        w.add(a, Frozen{});
+        EXPECT_TRUE(w.deferring());
+        EXPECT_FALSE(w.has<Frozen>(a));
+    });
+    EXPECT_TRUE(w.has<Frozen>(a));
+}
+
+TEST(DeferOnDemand, DeferralScopeAppliesWhenClosedOrDestroyed) {
+    ts::World w;
+    ts::Entity b;
+    {
+        ts::Deferral scope(w);
+        b = w.spawn(Name{"scoped"});
+        EXPECT_FALSE(w.has<Name>(b));
+    }
+    EXPECT_EQ(w.get<Name>(b).s, "scoped");
+    ts::Deferral scope(w);
+    (void)w.despawn(b);
+    EXPECT_TRUE(w.is_alive(b));
+    scope.close();
+    EXPECT_FALSE(w.is_alive(b));
+    EXPECT_FALSE(w.deferring());
+}
+
+namespace {
+/// Allocates from the default resource, or throws bad_alloc while `fail` is set.
+struct Failing final : std::pmr::memory_resource {
+    bool fail = false;
+    void* do_allocate(std::size_t bytes, std::size_t align) override {
+        if (fail) throw std::bad_alloc();
+        return std::pmr::new_delete_resource()->allocate(bytes, align);
+    }
+    void do_deallocate(void* p, std::size_t bytes, std::size_t align) override {
+        std::pmr::new_delete_resource()->deallocate(p, bytes, align);
+    }
+    bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override {
+        return this == &o;
+    }
+};
+}  // namespace
+
+TEST(DeferOnDemand, FlushAppliesWhatAFailedFlushLeftQueued) {
+    Failing res;
+    ts::World w(&res);
+    const ts::Entity a = w.spawn(Position{1, 1});
+    w.defer_begin();
+    w.add(a, Name{"queued"});
+    res.fail = true;  // the flush's move of a into a new table fails
+    EXPECT_THROW(w.defer_end(), std::bad_alloc);
+    res.fail = false;
+    EXPECT_FALSE(w.deferring());
+    EXPECT_FALSE(w.has<Name>(a)) << "still queued";
+    EXPECT_TRUE(w.flush());
+    EXPECT_EQ(w.get<Name>(a).s, "queued");
 }

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace tessera {
@@ -46,6 +47,19 @@ template <class T>
 class Events;
 class Observer;
 class Observers;
+
+/// A read-only description of one archetype table (`World::archetypes`, `World::archetype`).
+/// The span stays valid as long as the world's state (until `restore`, `load` or a move of
+/// another state in); the counts are those of the moment it was made.
+struct ArchetypeInfo {
+    std::uint32_t index = 0;                  ///< position in `archetypes()` (0: no components)
+    std::span<const ComponentId> components;  ///< its component set, ascending ids, tags included
+    std::size_t size = 0;                     ///< entities in it
+    std::size_t capacity = 0;                 ///< rows allocated
+    /// Bytes a row takes: the entity handle, each value, and the change ticks (16 B) and enable
+    /// flag (1 B) of the columns that have them.
+    std::size_t bytes_per_row = 0;
+};
 
 /// The container of entities and their components.
 ///
@@ -158,6 +172,47 @@ public:
     /// Error(permanent_entity) like `despawn(span)`.
     template <class... Terms>
     std::size_t despawn_all(Query<Terms...>& query);
+
+    // ----- archetypes -----
+
+    /// Every archetype table: the one without components first, then in creation order (the
+    /// order of `entities()`). Archetypes are never destroyed. O(archetypes); allocates the
+    /// vector (for tools: the inspector reads this).
+    [[nodiscard]] std::vector<ArchetypeInfo> archetypes() const;
+    /// The archetype of exactly the components `Ts` (order and tags as given; created, empty,
+    /// if none exists yet, as CozyECS's `world.archetype(...)`). O(Ts) once cached.
+    /// @throws std::bad_alloc when it must be created (nothing changes then).
+    template <class... Ts>
+    ArchetypeInfo archetype();
+    /// Grows the table of exactly the components `Ts` to hold at least `n` entities, and the
+    /// entity index to spawn that many more, each in one allocation, so spawning them into it
+    /// allocates nothing. Invalidates references into that table. Strong guarantee.
+    /// @throws Error(invalid_argument) while the world defers or iterates (the table may be
+    /// in use), std::bad_alloc.
+    template <class... Ts>
+    void reserve(std::size_t n);
+
+    // ----- deferral on demand -----
+
+    /// Starts deferring structural changes (spawn, despawn, add, remove, relate) outside loops
+    /// too, as a loop does: they are queued, in order, and applied when the outermost level of
+    /// deferral ends (this one's `defer_end`, or a loop's end if one encloses it). Levels nest,
+    /// with each other and with loops. Reads and writes of values are never deferred.
+    /// `despawn_pending` tells what is queued. O(1).
+    void defer_begin() noexcept;
+    /// Ends the innermost `defer_begin`; when no other level of deferral is open, applies what
+    /// was queued (as a loop's end does: a failing change stays queued with the ones after it,
+    /// and its exception propagates). @throws Error(invalid_argument) without an open
+    /// `defer_begin` (nothing changes then).
+    void defer_end();
+    /// Applies the queued structural changes now, when the world is not deferring: those a
+    /// failed flush left queued (a loop's end, `defer_end`). While it defers (a loop runs, a
+    /// `defer_begin` is open, a flush is applying) it does nothing and returns false, as
+    /// CozyECS's `flush` does; else true. Throws like `defer_end`'s flush.
+    bool flush();
+    /// Whether structural changes are queued rather than applied now (a loop runs, a
+    /// `defer_begin` is open, or a flush is applying).
+    [[nodiscard]] bool deferring() const noexcept;
 
     /// Whether a despawn of `e` is queued (made while the world iterates; applied when the
     /// outermost iteration ends). O(queued commands).
@@ -529,6 +584,10 @@ public:
 private:
     Entity spawn_deferred(std::uint16_t components = 0);
     std::size_t despawn_tables(std::span<const std::uint32_t> tables);
+    ArchetypeInfo archetype_info(std::uint32_t index) const noexcept;
+    template <class... Ts>
+    std::uint32_t archetype_index();
+    void reserve_table(std::uint32_t index, std::size_t n);
     bool remove_deferred(Entity e, std::span<const ComponentId> ids);
     template <class... Ts>
     void add_deferred(Entity e, Ts&&... components);
@@ -549,6 +608,26 @@ private:
 
     detail::Storage* storage_;
     detail::ResourceMap* resources_ = nullptr;  ///< made on first insert_resource
+};
+
+/// Defers `world`'s structural changes for a scope (`defer_begin` when made, `defer_end` when
+/// closed or destroyed): the outermost level applies them. `close()` applies and may throw;
+/// the destructor applies without throwing (a change that fails then stays queued for the next
+/// flush, as after a loop).
+class Deferral {
+public:
+    /// Opens a level of deferral on `world`, which must outlive the scope.
+    explicit Deferral(World& world) noexcept : world_(&world) { world.defer_begin(); }
+    Deferral(const Deferral&) = delete;
+    Deferral& operator=(const Deferral&) = delete;
+    /// Ends the scope now (`defer_end`); afterwards the destructor does nothing.
+    void close() {
+        if (World* w = std::exchange(world_, nullptr)) w->defer_end();
+    }
+    ~Deferral();
+
+private:
+    World* world_;
 };
 
 namespace detail {

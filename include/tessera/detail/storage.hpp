@@ -64,6 +64,9 @@ public:
         return --defer_depth_ == 0 && !deferred_.empty();
     }
     [[nodiscard]] CommandQueue& deferred() noexcept { return deferred_; }
+    /// Deferral levels opened by `World::defer_begin` and not ended yet (part of the depth).
+    [[nodiscard]] std::uint32_t user_defers() const noexcept { return user_defers_; }
+    void set_user_defers(std::uint32_t n) noexcept { user_defers_ = n; }
     /// Whether a despawn of `e` is queued.
     [[nodiscard]] bool despawn_pending(Entity e) const noexcept;
     /// Scratch for the entities of a `spawn_many` whose table rows may move before it returns
@@ -177,6 +180,7 @@ private:
     World* owner_ = nullptr;
     std::atomic<const void*> entered_{nullptr};  ///< the thread inside a structural call
     std::uint32_t defer_depth_ = 0;
+    std::uint32_t user_defers_ = 0;
     bool serial_ = false;
     bool observers_any_ = false;  ///< the registry has a subscription
 };

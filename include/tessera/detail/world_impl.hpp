@@ -424,6 +424,28 @@ void World::add(Entity e) {
     add(e, T{});
 }
 
+template <class... Ts>
+std::uint32_t World::archetype_index() {
+    static_assert(detail::components_v<Ts...>, TESSERA_COMPONENT_REQUIREMENT);
+    static_assert(detail::unique_types_v<Ts...>, "tessera: a component set names a type twice");
+    if constexpr (sizeof...(Ts) == 0) {
+        return detail::empty_archetype;
+    } else {
+        const ComponentId ids[] = {component_id<Ts>()...};
+        return storage_->bundle(detail::bundle_id<Ts...>(), ids).archetype->index;
+    }
+}
+
+template <class... Ts>
+ArchetypeInfo World::archetype() {
+    return archetype_info(archetype_index<Ts...>());
+}
+
+template <class... Ts>
+void World::reserve(std::size_t n) {
+    reserve_table(archetype_index<Ts...>(), n);
+}
+
 template <class T, class... Args>
 void World::emplace(Entity e, Args&&... args) {
     static_assert(detail::components_v<T>, TESSERA_COMPONENT_REQUIREMENT);
