@@ -78,7 +78,7 @@ public:
     ObserverRegistry(const ObserverRegistry&) = delete;
     ObserverRegistry& operator=(const ObserverRegistry&) = delete;
 
-    std::uint64_t subscribe(Event kind, ComponentId id, ObserverCallback cb) {
+    std::uint64_t subscribe(Event kind, ComponentId id, ObserverCallback cb, std::uint64_t join) {
         try {
             List* list = nullptr;
             if (typed(kind)) {
@@ -98,12 +98,15 @@ public:
                             "World::observe: query events (enter, exit) are observed through a "
                             "query's on_enter / on_exit");
             }
-            list->push_back(Entry{next_id_, cb});
+            list->push_back(Entry{join != 0 ? join : next_id_, cb});
         } catch (...) {
             cb.destroy(cb.ctx, mr_);
             throw;
         }
-        return added();
+        if (join == 0) return added();
+        ++live_;  // one more (kind, type) entry of subscription `join`
+        refresh();
+        return join;
     }
 
     std::uint64_t subscribe_query(Event kind, const QuerySpec& spec, ObserverCallback cb) {
@@ -121,24 +124,46 @@ public:
         return added();
     }
 
+    /// Ends subscription `id`: every (kind, type) entry it has.
     void unsubscribe(std::uint64_t id) noexcept {
+        std::size_t found = 0;
         auto kill = [&](auto& list) {
             for (auto& e : list) {
-                if (e.id != id) continue;
-                e.id = 0;
-                --live_;
-                dirty_ = true;
-                return true;
+                if (e.id == id) found += kill_entry(e);
             }
-            return false;
         };
-        bool found = kill(spawn_) || kill(despawn_) || kill(enter_) || kill(exit_);
+        kill(spawn_);
+        kill(despawn_);
+        kill(enter_);
+        kill(exit_);
         for (auto& lists : typed_) {
-            for (List& l : lists) found = found || kill(l);
+            for (List& l : lists) kill(l);
         }
-        if (!found) return;
-        refresh();
-        if (delivering_ == 0) compact();
+        if (found != 0) settle();
+    }
+
+    /// The entity (spawn, despawn) or typed list of `kind` for `id`, or null when none exists.
+    [[nodiscard]] const List* list_of(Event kind, ComponentId id) const noexcept {
+        if (kind == Event::spawn) return &spawn_;
+        if (kind == Event::despawn) return &despawn_;
+        if (!typed(kind)) return nullptr;
+        const auto& lists = typed_[typed_index(kind)];
+        return id.value < lists.size() ? &lists[id.value] : nullptr;
+    }
+    /// Whether a live subscription observes `kind` for `id` (for spawn and despawn: any).
+    [[nodiscard]] bool has(Event kind, ComponentId id) const noexcept {
+        const List* list = list_of(kind, id);
+        return list != nullptr &&
+               std::any_of(list->begin(), list->end(), [](const Entry& e) { return e.id != 0; });
+    }
+    /// Ends every subscription's entry for `kind` and `id`; returns how many there were.
+    std::size_t clear(Event kind, ComponentId id) noexcept {
+        List* list = const_cast<List*>(list_of(kind, id));
+        if (list == nullptr) return 0;
+        std::size_t found = 0;
+        for (Entry& e : *list) found += kill_entry(e);
+        if (found != 0) settle();
+        return found;
     }
 
     [[nodiscard]] bool alive(std::uint64_t id) const noexcept {
@@ -262,6 +287,19 @@ private:
         ObserverRegistry& r_;
     };
 
+    template <class E>
+    std::size_t kill_entry(E& e) noexcept {
+        if (e.id == 0) return 0;
+        e.id = 0;
+        --live_;
+        dirty_ = true;
+        return 1;
+    }
+    void settle() noexcept {
+        refresh();
+        if (delivering_ == 0) compact();
+    }
+
     std::uint64_t added() noexcept {
         ++live_;
         refresh();
@@ -349,8 +387,9 @@ ObserverRegistry& registry_for(Storage& s, const ObserverCallback& cb) {
 }
 }  // namespace
 
-std::uint64_t subscribe(Storage& s, Event kind, ComponentId id, ObserverCallback cb) {
-    return registry_for(s, cb).subscribe(kind, id, cb);
+std::uint64_t subscribe(Storage& s, Event kind, ComponentId id, ObserverCallback cb,
+                        std::uint64_t join) {
+    return registry_for(s, cb).subscribe(kind, id, cb, join);
 }
 
 std::uint64_t subscribe_query(Storage& s, Event kind, const QuerySpec& spec, ObserverCallback cb) {
@@ -548,6 +587,14 @@ bool Observers::is_enabled(Event kind) const noexcept {
 
 bool Observers::is_enabled(Event kind, ComponentId id) const noexcept {
     return registry_->enabled(kind, id);
+}
+
+bool Observers::has(Event kind, ComponentId id) const noexcept {
+    return registry_->has(kind, id);
+}
+
+std::size_t Observers::clear(Event kind, ComponentId id) noexcept {
+    return registry_->clear(kind, id);
 }
 
 std::size_t Observers::count() const noexcept {

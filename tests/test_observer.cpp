@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace ts = tessera;
@@ -674,4 +675,66 @@ TEST(Observer, ATypeTheWorldHasNotRecordedYetTakesThePlainPath) {
     world.add(e, FirstSeenLate{3});
     EXPECT_EQ(world.get<FirstSeenLate>(e).v, 3);
     EXPECT_EQ(adds, 1);
+}
+
+TEST(Observer, OneSubscriptionToSeveralTypes) {
+    ts::World w;
+    std::vector<std::string> seen;
+    ts::Observer o = w.on_add<Health, Armor, Frozen>([&](ts::World&, ts::Entity, auto& value) {
+        using T = std::remove_cvref_t<decltype(value)>;
+        if constexpr (std::is_same_v<T, Health>) seen.push_back("health " + std::to_string(value.hp));
+        if constexpr (std::is_same_v<T, Armor>) seen.push_back("armor " + std::to_string(value.value));
+        if constexpr (std::is_same_v<T, Frozen>) seen.push_back("frozen");
+    });
+    const ts::Entity e = w.spawn(Health{3});
+    w.add(e, Armor{4});
+    w.add(e, Frozen{});
+    w.add(e, Name{"not observed"});
+    EXPECT_EQ(seen, (std::vector<std::string>{"health 3", "armor 4", "frozen"}));
+    EXPECT_TRUE(o.active());
+    EXPECT_EQ(w.observers().count(), 3u) << "one per type";
+    int removed = 0;
+    ts::Observer r = w.on_remove<Health, Armor>([&](ts::World&, ts::Entity) { ++removed; });
+    int set = 0;
+    ts::Observer s = w.on_set<Health, Armor>([&](ts::World&, ts::Entity) { ++set; });
+    w.set(e, Health{5}, Armor{6});
+    EXPECT_EQ(set, 2);
+    w.despawn(e);
+    EXPECT_EQ(removed, 2);
+    o.reset();  // ends all three
+    EXPECT_FALSE(o.active());
+    (void)w.spawn(Health{1}, Armor{1});
+    EXPECT_EQ(seen.size(), 3u);
+    EXPECT_EQ(w.observers().count(), 4u);
+}
+
+TEST(Observer, HasAndClearByEventAndType) {
+    ts::World w;
+    ts::Observers obs = w.observers();
+    EXPECT_FALSE(obs.has<Health>(ts::Event::add));
+    int a = 0;
+    int b = 0;
+    ts::Observer o1 = w.on_add<Health>([&](ts::World&, ts::Entity) { ++a; });
+    ts::Observer o2 = w.on_add<Health, Armor>([&](ts::World&, ts::Entity) { ++b; });
+    ts::Observer o3 = w.on_spawn([&](ts::World&, ts::Entity) {});
+    EXPECT_TRUE(obs.has<Health>(ts::Event::add));
+    EXPECT_TRUE(obs.has<Armor>(ts::Event::add));
+    EXPECT_FALSE(obs.has<Health>(ts::Event::remove));
+    EXPECT_FALSE(obs.has<Name>(ts::Event::add)) << "a type never observed";
+    EXPECT_TRUE(obs.has(ts::Event::spawn));
+    EXPECT_FALSE(obs.has(ts::Event::despawn));
+    obs.enable(ts::Event::add, false);
+    EXPECT_TRUE(obs.has<Health>(ts::Event::add)) << "switches don't count";
+    obs.enable(ts::Event::add, true);
+
+    EXPECT_EQ(obs.clear<Health>(ts::Event::add), 2u);
+    EXPECT_FALSE(obs.has<Health>(ts::Event::add));
+    EXPECT_FALSE(o1.active());
+    EXPECT_TRUE(o2.active()) << "still observes Armor";
+    (void)w.spawn(Health{1}, Armor{1});
+    EXPECT_EQ(a, 0);
+    EXPECT_EQ(b, 1);
+    EXPECT_EQ(obs.clear<Health>(ts::Event::add), 0u);
+    EXPECT_EQ(obs.clear(ts::Event::spawn), 1u);
+    EXPECT_FALSE(o3.active());
 }

@@ -73,3 +73,25 @@ TEST(Resource, AnyMovableTypeAndDestroyedWithTheWorld) {
     EXPECT_EQ(Tracked::live, 0);
     EXPECT_EQ(mr.outstanding, 0u);
 }
+
+TEST(Resource, SeveralInOneCall) {
+    ts::World w;
+    w.insert_resource(Dt{0.5f});
+    w.insert_resource(Config{});
+    auto [dt, config] = w.resource<Dt, Config>();
+    dt.value = 2.0f;
+    EXPECT_EQ(w.resource<Dt>().value, 2.0f);
+    EXPECT_EQ(&config, &w.resource<Config>());
+    const ts::World& cw = w;
+    auto [cdt, cconfig] = cw.resource<Dt, Config>();
+    EXPECT_EQ(cdt.value, 2.0f);
+    EXPECT_EQ(&cconfig, &config);
+    w.remove_resource<Config>();
+    try {
+        (void)w.resource<Dt, Config>();
+        ADD_FAILURE() << "no error";
+    } catch (const ts::Error& e) {
+        EXPECT_EQ(e.code(), ts::errc::missing_resource);
+        EXPECT_NE(std::string(e.what()).find("Config"), std::string::npos) << e.what();
+    }
+}

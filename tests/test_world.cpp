@@ -711,3 +711,53 @@ TEST(World, ReserveGrowsOneTableOnceSoSpawningAllocatesNothing) {
         }
     });
 }
+
+// ------------------------------------------------------------------------------ bunch calls
+
+TEST(World, SetAndGetMutOfSeveralComponentsAtOnce) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 2}, Velocity{3, 4}, Name{"a"});
+    const ts::Entity bare = w.spawn(Position{0, 0});
+    (void)w.changed_tick<Velocity>(e);
+    w.advance_tick();
+    w.set(e, Position{5, 6}, Velocity{7, 8}, Name{"b"});
+    EXPECT_EQ(w.get<Position>(e).x, 5);
+    EXPECT_EQ(w.get<Velocity>(e).dx, 7);
+    EXPECT_EQ(w.get<Name>(e).s, "b");
+    EXPECT_EQ(w.changed_tick<Velocity>(e), w.tick());
+    const Name lvalue{"c"};
+    w.set(e, lvalue, Position{9, 9});  // a copy and a move
+    EXPECT_EQ(w.get<Name>(e).s, "c");
+    // One missing: nothing is written.
+    try {
+        w.set(bare, Position{1, 1}, Velocity{1, 1});
+        ADD_FAILURE() << "no error";
+    } catch (const ts::Error& err) {
+        EXPECT_EQ(err.code(), ts::errc::missing_component);
+        EXPECT_NE(std::string(err.what()).find("Velocity"), std::string::npos) << err.what();
+    }
+    EXPECT_EQ(w.get<Position>(bare).x, 0) << "nothing is written when one is missing";
+
+    auto [p, v] = w.get_mut<Position, Velocity>(e);
+    p.x = 10;
+    v.dy = 11;
+    EXPECT_EQ(w.get<Position>(e).x, 10);
+    EXPECT_EQ(w.get<Velocity>(e).dy, 11);
+    w.advance_tick();
+    (void)w.get_mut<Position, Velocity>(e);
+    EXPECT_EQ(w.changed_tick<Velocity>(e), w.tick());
+    EXPECT_THROW((void)(w.get_mut<Position, Velocity>(bare)), ts::Error);
+    (void)w.changed_tick<Position>(bare);
+    const std::uint64_t before = w.changed_tick<Position>(bare);
+    w.advance_tick();
+    EXPECT_THROW((void)(w.get_mut<Position, Velocity>(bare)), ts::Error);
+    EXPECT_EQ(w.changed_tick<Position>(bare), before) << "marked before the error";
+    w.despawn(e);
+    try {
+        (void)w.get_mut<Position, Velocity>(e);
+        ADD_FAILURE() << "no error";
+    } catch (const ts::Error& err) {
+        EXPECT_EQ(err.code(), ts::errc::not_alive);
+        EXPECT_NE(std::string(err.what()).find("World::get_mut"), std::string::npos);
+    }
+}

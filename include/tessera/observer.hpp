@@ -117,7 +117,24 @@ public:
     }
     /// Whether `kind` is on for component `id` (both the kind's and the component's switch).
     [[nodiscard]] bool is_enabled(Event kind, ComponentId id) const noexcept;
-    /// Number of live subscriptions.
+    /// Whether any live observer is subscribed to `kind` for component `id` (for `spawn` and
+    /// `despawn`, `id` is ignored; query events are never reported). Switches don't count.
+    [[nodiscard]] bool has(Event kind, ComponentId id = {}) const noexcept;
+    /// Whether any live observer is subscribed to `kind` for `T`.
+    template <class T>
+    [[nodiscard]] bool has(Event kind) const noexcept {
+        return has(kind, detail::lookup_id<T>());
+    }
+    /// Ends every subscription to `kind` for component `id` (for `spawn` and `despawn`, every
+    /// one of that kind); their handles become inactive. Returns how many ended. A
+    /// subscription to several types (`on_add<A, B>`) keeps its other types.
+    std::size_t clear(Event kind, ComponentId id = {}) noexcept;
+    /// `clear` for `T`.
+    template <class T>
+    std::size_t clear(Event kind) noexcept {
+        return clear(kind, detail::lookup_id<T>());
+    }
+    /// Number of live subscriptions, counting each type of one to several types.
     [[nodiscard]] std::size_t count() const noexcept;
 
 private:
@@ -196,6 +213,28 @@ Observer observe(Storage& s, Event kind, F&& fn) {
     return Observer(registry_of(s), sub);
 }
 
+/// One subscription to `kind` for each of `Ts`: a copy of `fn` per type, one handle for all.
+/// If a later type's subscription fails, the earlier ones end (the handle goes).
+template <class... Ts, class F>
+Observer observe_many(Storage& s, Event kind, F&& fn) {
+    static_assert((Component<Ts> && ...), "tessera: observers watch component types");
+    static_assert(unique_types_v<Ts...>, "tessera: an observer names a type twice");
+    Observer handle;
+    std::uint64_t id = 0;
+    (
+        [&] {
+            s.ensure_component(component_id<Ts>());
+            const std::uint64_t got =
+                subscribe(s, kind, component_id<Ts>(), make_callback<Ts>(s.resource(), fn), id);
+            if (id == 0) {
+                id = got;
+                handle = Observer(registry_of(s), id);
+            }
+        }(),
+        ...);
+    return handle;
+}
+
 template <class F>
 Observer observe_query(Storage& s, Event kind, const QuerySpec& spec, F&& fn) {
     const ObserverCallback cb = make_callback<void>(s.resource(), std::forward<F>(fn));
@@ -219,6 +258,23 @@ template <class T, class F>
 Observer World::on_set(F&& fn) {
     static_assert(!std::is_empty_v<T>, "tessera: tags have no value to set: observe on_add");
     return detail::observe<T>(*storage_, Event::set, std::forward<F>(fn));
+}
+
+template <class T0, class T1, class... Ts, class F>
+Observer World::on_add(F&& fn) {
+    return detail::observe_many<T0, T1, Ts...>(*storage_, Event::add, std::forward<F>(fn));
+}
+
+template <class T0, class T1, class... Ts, class F>
+Observer World::on_remove(F&& fn) {
+    return detail::observe_many<T0, T1, Ts...>(*storage_, Event::remove, std::forward<F>(fn));
+}
+
+template <class T0, class T1, class... Ts, class F>
+Observer World::on_set(F&& fn) {
+    static_assert(!std::is_empty_v<T0> && !std::is_empty_v<T1> && (!std::is_empty_v<Ts> && ...),
+                  "tessera: tags have no value to set: observe on_add");
+    return detail::observe_many<T0, T1, Ts...>(*storage_, Event::set, std::forward<F>(fn));
 }
 
 template <class F>

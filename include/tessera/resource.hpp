@@ -118,6 +118,16 @@ const T& World::resource() const {
     detail::throw_missing_resource(detail::raw_type_name<T>());
 }
 
+template <class T0, class T1, class... Ts>
+std::tuple<T0&, T1&, Ts&...> World::resource() {
+    return {resource<T0>(), resource<T1>(), resource<Ts>()...};
+}
+
+template <class T0, class T1, class... Ts>
+std::tuple<const T0&, const T1&, const Ts&...> World::resource() const {
+    return {resource<T0>(), resource<T1>(), resource<Ts>()...};
+}
+
 template <class T>
 T* World::try_resource() noexcept {
     return resources_ == nullptr ? nullptr

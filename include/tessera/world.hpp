@@ -288,10 +288,24 @@ public:
     template <class T>
     [[nodiscard]] Accessor<T> accessor();
 
+    /// References to several of `e`'s components for writing, in a tuple
+    /// (`auto [p, v] = world.get_mut<Position, Velocity>(e);`), each marked changed. Valid
+    /// until the next structural change. @throws Error(not_alive), Error(missing_component)
+    /// naming the first missing type, before marking any.
+    template <class T0, class T1, class... Ts>
+    std::tuple<T0&, T1&, Ts&...> get_mut(Entity e);
+
     /// Overwrites `e`'s existing `T` and marks it changed.
     /// @throws Error(not_alive), Error(missing_component)
     template <class T>
     void set(Entity e, T&& value);
+    /// Overwrites several existing components of `e` in one call (moecs's bunch `set`), in
+    /// argument order, each marked changed (`on_set` observers fire after each write). Either
+    /// all are present or nothing is written. @throws Error(not_alive),
+    /// Error(missing_component) naming the first missing type; what a copy throws (copies are
+    /// made before anything is written).
+    template <class T0, class T1, class... Ts>
+    void set(Entity e, T0&& first, T1&& second, Ts&&... rest);
 
     /// Overwrites `e`'s `T` only when the value differs (`==`), marking it changed then.
     /// Returns whether it wrote. Turns on change tracking for `T`.
@@ -453,6 +467,14 @@ public:
     /// The resource of type `T`, read-only. @throws Error(missing_resource) naming the type.
     template <class T>
     const T& resource() const;
+    /// Several resources in one call, as a tuple of references
+    /// (`auto [time, input] = world.resource<Time, Input>();`).
+    /// @throws Error(missing_resource) naming the first missing type.
+    template <class T0, class T1, class... Ts>
+    std::tuple<T0&, T1&, Ts&...> resource();
+    /// Several resources read-only. @throws like the other form.
+    template <class T0, class T1, class... Ts>
+    std::tuple<const T0&, const T1&, const Ts&...> resource() const;
     /// The resource of type `T`, or null.
     template <class T>
     T* try_resource() noexcept;
@@ -481,6 +503,17 @@ public:
     /// Calls `fn` after `T`'s value is written by `set`, `add` of a present `T`,
     /// `set_if_changed` when it wrote, and `modified<T>`.
     template <class T, class F>
+    [[nodiscard]] Observer on_set(F&& fn);
+    /// One subscription to several component types (moecs's `observe` with a list): `fn` (a
+    /// copy per type) runs as `on_add` of each; it takes `(World&, Entity)` or a generic
+    /// `(World&, Entity, auto&)`. The handle ends them all.
+    template <class T0, class T1, class... Ts, class F>
+    [[nodiscard]] Observer on_add(F&& fn);
+    /// `on_remove` of several types in one subscription (like the several-type `on_add`).
+    template <class T0, class T1, class... Ts, class F>
+    [[nodiscard]] Observer on_remove(F&& fn);
+    /// `on_set` of several types in one subscription (like the several-type `on_add`).
+    template <class T0, class T1, class... Ts, class F>
     [[nodiscard]] Observer on_set(F&& fn);
     /// Calls `fn(World&, Entity)` after an entity is spawned, with its components in place.
     template <class F>

@@ -32,8 +32,11 @@ struct ObserverCallback {
 };
 
 /// Subscribes `cb` (which the registry owns from then on, even when this throws) to `kind` for
-/// component `id` (add, remove, set) or for every entity (spawn, despawn). Returns its id.
-std::uint64_t subscribe(Storage& s, Event kind, ComponentId id, ObserverCallback cb);
+/// component `id` (add, remove, set) or for every entity (spawn, despawn). Returns its id: a
+/// new one, or `join` (non-zero) to add this entry to that subscription (one handle then ends
+/// them all).
+std::uint64_t subscribe(Storage& s, Event kind, ComponentId id, ObserverCallback cb,
+                        std::uint64_t join = 0);
 /// Subscribes `cb` to `kind` (enter, exit) of the entities matching `spec`.
 std::uint64_t subscribe_query(Storage& s, Event kind, const QuerySpec& spec, ObserverCallback cb);
 

@@ -68,6 +68,18 @@ private:
     Storage::IndexMark index_;
 };
 
+/// Throws the lookup error (naming `op`) for the first of `Ts` that `e` lacks (not_alive when
+/// `e` is dead); does nothing when `e` has them all.
+template <class... Ts>
+void require_all(const Storage& s, Entity e, const char* op) {
+    (
+        [&] {
+            const ComponentId id = component_id<Ts>();
+            if (!s.has(e, id)) throw_lookup(s, op, e, id);
+        }(),
+        ...);
+}
+
 /// `e`'s `T`, or null when `e` is dead or lacks `T`: the typed fast path of every read.
 template <class T>
 T* lookup(const Storage& s, Entity e, ComponentId id) noexcept {
@@ -587,6 +599,36 @@ void World::set(Entity e, T&& value) {
         if (observed) [[unlikely]]
             storage_->hooks().set(*storage_, e, id);
     }
+}
+
+template <class T0, class T1, class... Ts>
+void World::set(Entity e, T0&& first, T1&& second, Ts&&... rest) {
+    static_assert(detail::unique_types_v<std::remove_cvref_t<T0>, std::remove_cvref_t<T1>,
+                                         std::remove_cvref_t<Ts>...>,
+                  "tessera: World::set got the same component type twice");
+    if constexpr (!(std::is_nothrow_constructible_v<std::remove_cvref_t<T0>, T0&&> &&
+                    std::is_nothrow_constructible_v<std::remove_cvref_t<T1>, T1&&> &&
+                    (std::is_nothrow_constructible_v<std::remove_cvref_t<Ts>, Ts&&> && ...))) {
+        // Copies that may throw are made before anything is written.
+        set(e, std::remove_cvref_t<T0>(std::forward<T0>(first)),
+            std::remove_cvref_t<T1>(std::forward<T1>(second)),
+            std::remove_cvref_t<Ts>(std::forward<Ts>(rest))...);
+    } else {
+        // Every one present first, so a missing one writes nothing.
+        detail::require_all<std::remove_cvref_t<T0>, std::remove_cvref_t<T1>,
+                            std::remove_cvref_t<Ts>...>(*storage_, e, "World::set");
+        set(e, std::forward<T0>(first));
+        set(e, std::forward<T1>(second));
+        (set(e, std::forward<Ts>(rest)), ...);
+    }
+}
+
+template <class T0, class T1, class... Ts>
+std::tuple<T0&, T1&, Ts&...> World::get_mut(Entity e) {
+    static_assert(!std::is_empty_v<T0> && !std::is_empty_v<T1> && (!std::is_empty_v<Ts> && ...),
+                  "tessera: tags have no value to write");
+    detail::require_all<T0, T1, Ts...>(*storage_, e, "World::get_mut");
+    return {get_mut<T0>(e), get_mut<T1>(e), get_mut<Ts>(e)...};
 }
 
 template <class T>
