@@ -368,6 +368,43 @@ std::span<const Entity> World::parents(Entity child) const noexcept {
     return targets<ChildOf>(child);
 }
 
+Entity World::child(Entity parent) const noexcept {
+    const std::span<const Entity> c = children(parent);
+    return c.empty() ? Entity::null() : c.front();
+}
+
+namespace {
+/// Calls `fn(list)` for each relation's target list `e` has (its `Targets<R>` columns: the
+/// relation-only components with a value; `ChildOf` itself is a tag).
+template <class F>
+void each_target_list(const detail::Storage& s, Entity e, F&& fn) {
+    const detail::EntityRecord* r = s.record(e);
+    if (r == nullptr) return;
+    for (const ComponentId id : s.archetype(r->archetype).ids) {
+        if (!detail::Storage::relation_only(id)) continue;
+        if (const std::byte* p = s.find(e, id))
+            fn(*reinterpret_cast<const detail::EntityList*>(p));
+    }
+}
+}  // namespace
+
+bool World::related(Entity e, Entity target) const noexcept {
+    return relation_count(e, target) != 0;
+}
+
+bool World::has_relation(Entity e) const noexcept {
+    bool any = false;
+    each_target_list(*storage_, e, [&](const detail::EntityList& l) { any = any || !l.empty(); });
+    return any;
+}
+
+std::size_t World::relation_count(Entity e, Entity target) const noexcept {
+    std::size_t n = 0;
+    each_target_list(*storage_, e,
+                     [&](const detail::EntityList& l) { n += l.contains(target) ? 1 : 0; });
+    return n;
+}
+
 Entity World::parent(Entity child) const noexcept {
     const std::span<const Entity> p = parents(child);
     return p.empty() ? Entity::null() : p.front();

@@ -631,3 +631,66 @@ TEST(RelationSystem, SystemsFilterIterateAndRelateThroughCommands) {
 }
 
 }  // namespace
+
+// ------------------------------------------------------------ several targets and lookups
+
+TEST(Relation, SeveralTargetsInOneCallAndTheLookupsOfMoecs) {
+    ts::World w;
+    const ts::Entity e1 = w.spawn();
+    const ts::Entity e2 = w.spawn();
+    const ts::Entity e3 = w.spawn();
+    const ts::Entity e4 = w.spawn();
+    const std::vector<ts::Entity> three{e2, e3, e4};
+    w.relate(e1, Joint{7}, three);
+    EXPECT_EQ(w.targets<Joint>(e1).size(), 3u);
+    EXPECT_EQ(w.relation_count<Joint>(e1), 3u);
+    EXPECT_EQ(w.relation<Joint>(e1)->v, 7);
+    EXPECT_TRUE(w.related<Joint>(e1, three));
+    EXPECT_TRUE(w.has_relation<Joint>(e1));
+    EXPECT_FALSE(w.has_relation<Likes>(e1));
+    EXPECT_FALSE(w.has_relation(e2)) << "e2 is a target, not a source";
+    EXPECT_TRUE(w.has_relation(e1));
+    w.relate<Likes>(e1, e3);
+    EXPECT_TRUE(w.related(e1, e3)) << "by any type";
+    EXPECT_FALSE(w.related(e2, e1));
+    EXPECT_EQ(w.relation_count(e1, e3), 2u) << "Joint and Likes";
+    EXPECT_EQ(w.relation_count(e1, e2), 1u);
+    const std::vector<ts::Entity> two{e2, e4};
+    EXPECT_EQ(w.unrelate<Joint>(e1, two), 2u);
+    EXPECT_EQ(w.unrelate<Joint>(e1, two), 0u);
+    EXPECT_FALSE(w.related<Joint>(e1, three));
+    EXPECT_TRUE(w.related<Joint>(e1, std::vector<ts::Entity>{e3}));
+    EXPECT_EQ(w.relation_count<Joint>(e1), 1u);
+
+    // The hierarchy: first child and parents.
+    const std::vector<ts::Entity> parents{e1, e2};
+    w.relate(e4, ts::ChildOf{}, parents);
+    EXPECT_EQ(w.child(e1), e4);
+    EXPECT_EQ(w.child(e3), ts::Entity::null());
+    EXPECT_EQ(w.parents(e4).size(), 2u);
+    EXPECT_TRUE(w.related(e4, e2));
+    EXPECT_EQ(w.relation_count<ts::ChildOf>(e4), 2u);
+}
+
+TEST(Relation, SeveralTargetsAllOrNothing) {
+    ts::World w;
+    const ts::Entity root = w.spawn();
+    const ts::Entity mid = w.spawn();
+    const ts::Entity leaf = w.spawn();
+    const ts::Entity other = w.spawn();
+    w.relate(mid, ts::ChildOf{}, root);
+    w.relate(leaf, ts::ChildOf{}, mid);
+    const ts::Entity dead = w.spawn();
+    w.despawn(dead);
+    // A dead target: nothing is related.
+    const std::vector<ts::Entity> with_dead{other, dead};
+    EXPECT_EQ(error_of([&] { w.relate(root, Joint{1}, with_dead); }), ts::errc::not_alive);
+    EXPECT_FALSE(w.has_relation<Joint>(root));
+    // A cycle on the second target: the first is unrelated again.
+    const std::vector<ts::Entity> cycle{other, leaf};
+    EXPECT_EQ(error_of([&] { w.relate(root, ts::ChildOf{}, cycle); }),
+              ts::errc::hierarchy_cycle);
+    EXPECT_FALSE(w.related<ts::ChildOf>(root, other));
+    EXPECT_TRUE(w.children(other).empty());
+    EXPECT_EQ(w.parent(mid), root);
+}

@@ -45,11 +45,14 @@
 #include <tessera/observer.hpp>
 #include <tessera/world.hpp>
 
+#include <algorithm>
 #include <cstddef>
+#include <memory_resource>
 #include <new>
 #include <span>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 namespace tessera {
 
@@ -219,6 +222,62 @@ template <class R>
 bool World::related(Entity e, Entity target) const noexcept {
     const Targets<R>* t = try_get<Targets<R>>(e);
     return t != nullptr && t->contains(target);
+}
+
+template <class R>
+bool World::related(Entity e, std::span<const Entity> targets) const noexcept {
+    const Targets<R>* t = try_get<Targets<R>>(e);
+    if (targets.empty()) return true;
+    if (t == nullptr) return false;
+    return std::all_of(targets.begin(), targets.end(),
+                       [t](Entity target) { return t->contains(target); });
+}
+
+template <class R>
+bool World::has_relation(Entity e) const noexcept {
+    return try_get<Targets<R>>(e) != nullptr;
+}
+
+template <class R>
+std::size_t World::relation_count(Entity e) const noexcept {
+    const Targets<R>* t = try_get<Targets<R>>(e);
+    return t == nullptr ? 0 : t->size();
+}
+
+template <class R>
+void World::relate(Entity e, R&& data, std::span<const Entity> targets) {
+    using U = std::remove_cvref_t<R>;
+    static_assert(std::is_copy_constructible_v<U>,
+                  "tessera: relate(e, data, targets) copies the data for each target");
+    const ComponentId id = component_id<U>();
+    if (!is_alive(e)) detail::throw_not_alive("World::relate", e, id);
+    for (const Entity t : targets) {
+        if (!is_alive(t)) detail::throw_not_alive("World::relate", t, id);
+    }
+    std::pmr::vector<Entity> added(storage_->resource());
+    added.reserve(targets.size());
+    try {
+        for (const Entity t : targets) {
+            const bool had = related<U>(e, t);
+            relate(e, U(data), t);
+            if (!had) added.push_back(t);
+        }
+    } catch (...) {
+        for (const Entity t : added) {
+            try {
+                (void)unrelate<U>(e, t);
+            } catch (...) {  // an observer of the undo: the first error is the one to report
+            }
+        }
+        throw;
+    }
+}
+
+template <class R>
+std::size_t World::unrelate(Entity e, std::span<const Entity> targets) {
+    std::size_t n = 0;
+    for (const Entity t : targets) n += unrelate<R>(e, t) ? 1 : 0;
+    return n;
 }
 
 template <class R>

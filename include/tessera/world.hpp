@@ -545,9 +545,35 @@ public:
     /// @throws Error(not_alive) for a dead `e`.
     template <class R>
     std::size_t unrelate(Entity e);
+    /// Relates `e` to each of `targets` by `R` in one call (moecs's several-target `relate`),
+    /// in order, as `relate` one at a time, each with a copy of `data` (which ends as the
+    /// relation's value). If one fails (`not_alive`, checked for all first; `hierarchy_cycle`),
+    /// the targets this call added are unrelated again before the error propagates.
+    template <class R>
+    void relate(Entity e, R&& data, std::span<const Entity> targets);
+    /// Removes each of `targets` from `e`'s `R` relation; returns how many were related.
+    /// @throws Error(not_alive) for a dead `e`.
+    template <class R>
+    std::size_t unrelate(Entity e, std::span<const Entity> targets);
     /// Whether `e` is related to `target` by `R`. Never throws.
     template <class R>
     [[nodiscard]] bool related(Entity e, Entity target) const noexcept;
+    /// Whether `e` is related by `R` to every one of `targets` (true for none). Never throws.
+    template <class R>
+    [[nodiscard]] bool related(Entity e, std::span<const Entity> targets) const noexcept;
+    /// Whether `e` is related to `target` by any relation type (moecs's `is_relation_of`).
+    [[nodiscard]] bool related(Entity e, Entity target) const noexcept;
+    /// Whether `e` has an `R` relation (any target). Never throws.
+    template <class R>
+    [[nodiscard]] bool has_relation(Entity e) const noexcept;
+    /// Whether `e` has a relation of any type (moecs's `is_relation`). O(components of `e`).
+    [[nodiscard]] bool has_relation(Entity e) const noexcept;
+    /// How many targets `e`'s `R` relation has (0 without one). O(1).
+    template <class R>
+    [[nodiscard]] std::size_t relation_count(Entity e) const noexcept;
+    /// By how many relation types `e` is related to `target` (moecs's `relation_of_count`).
+    /// O(components of `e` x targets).
+    [[nodiscard]] std::size_t relation_count(Entity e, Entity target) const noexcept;
     /// `e`'s `R` targets in relate order (empty when none): valid until the next structural
     /// change. No allocation.
     template <class R>
@@ -572,6 +598,8 @@ public:
     [[nodiscard]] std::span<const Entity> parents(Entity child) const noexcept;
     /// `child`'s first parent, or `Entity::null()`.
     [[nodiscard]] Entity parent(Entity child) const noexcept;
+    /// `parent`'s first child (in relate order), or `Entity::null()`.
+    [[nodiscard]] Entity child(Entity parent) const noexcept;
     /// Calls `fn(World&, Entity source, Entity target, R& data)` (the data may be left out)
     /// after a target is added to a source's `R` relation.
     template <class R, class F>
