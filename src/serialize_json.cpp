@@ -19,6 +19,8 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory_resource>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -181,8 +183,10 @@ json value_to_json(const Schema& schema, const std::byte* v, const StringTable* 
 }
 
 // Parses one scalar into `p` (already holding a value-initialised value), or throws `why`.
+// With `intern`, a `str` field's text is interned there (new strings too); else it must be in
+// `strings` already.
 void json_to_scalar(const json& j, Field t, std::byte* p, const StringTable& strings,
-                    const Bad& bad) {
+                    const Bad& bad, StringTable* intern = nullptr) {
     auto integer = [&]<class T>(T*) {
         T x{};
         if (j.is_number_unsigned()) {
@@ -230,7 +234,8 @@ void json_to_scalar(const json& j, Field t, std::byte* p, const StringTable& str
         case Field::str: {
             if (!j.is_string()) bad("not a string");
             const std::string& s = j.get_ref<const std::string&>();
-            const std::uint32_t id = s.empty() ? 0 : strings.find(s);
+            const std::uint32_t id = s.empty() ? 0 : intern != nullptr ? intern->intern(s)
+                                                                       : strings.find(s);
             if (id == 0xFFFFFFFFu) bad("a string that is not in the saved strings");
             std::memcpy(p, &id, 4);
             return;
@@ -247,19 +252,35 @@ void json_to_scalar(const json& j, Field t, std::byte* p, const StringTable& str
     }
 }
 
+// Writes the fields `j` has into the value at `v`. In full form every field must be there; in
+// `partial` form (writes of some fields: `set_fields`) the ones left out keep their values and
+// a name that is no field is an error. `intern` as for `json_to_scalar`.
 void json_to_value(const json& j, const Schema& schema, std::byte* v, const StringTable& strings,
-                   const Bad& bad) {
+                   const Bad& bad, bool partial = false, StringTable* intern = nullptr) {
     if (!j.is_object()) bad("a value is not an object");
+    if (partial) {
+        for (const auto& [key, value] : j.items()) {
+            if (std::none_of(schema.fields.begin(), schema.fields.end(),
+                             [&](const FieldInfo& f) { return f.name == key; }))
+                bad("there is no field '" + key + "'");
+        }
+    }
     for (const FieldInfo& f : schema.fields) {
         const auto it = j.find(std::string(f.name));
-        if (it == j.end()) bad("a value lacks field '" + std::string(f.name) + "'");
+        if (it == j.end()) {
+            if (partial) continue;
+            bad("a value lacks field '" + std::string(f.name) + "'");
+        }
         auto one = [&](const json& e, std::byte* p) {
             if (f.type == Field::record)
-                json_to_value(e, *f.schema, p, strings, bad);
+                json_to_value(e, *f.schema, p, strings, bad, partial, intern);
             else
-                json_to_scalar(e, f.type, p, strings, [&](const std::string& why) {
-                    bad("field '" + std::string(f.name) + "': " + why);
-                });
+                json_to_scalar(
+                    e, f.type, p, strings,
+                    [&](const std::string& why) {
+                        bad("field '" + std::string(f.name) + "': " + why);
+                    },
+                    intern);
         };
         if (f.count == 1) {
             one(*it, v + f.offset);
@@ -541,10 +562,77 @@ void load_json(const json& j, World& world) {
     load_image(image, columns, world, op);
 }
 
+// The schema of `e`'s component `id` and its value, or the right error (naming `op`).
+std::pair<const Schema*, std::byte*> fields_of(const Storage& s, Entity e, ComponentId id,
+                                               const char* op) {
+    std::byte* p = s.find(e, id);
+    if (p == nullptr) throw_lookup(s, op, e, id);
+    const ComponentInfo& info = component_info(id);
+    if (info.schema == nullptr) {
+        fail(op, std::string(info.name) +
+                     " has no field metadata (TESSERA_REFLECT, or a runtime component)");
+    }
+    return {info.schema, p};
+}
+
 }  // namespace
 }  // namespace tessera::detail::serial
 
 namespace tessera {
+
+nlohmann::json to_json(const World& world, Entity e, ComponentId id) {
+    using namespace detail::serial;
+    const detail::Storage& s = world.storage();
+    const auto [schema, p] = fields_of(s, e, id, "to_json");
+    return value_to_json(*schema, p, s.strings_if(), [&](const std::string& why) {
+        fail("to_json", std::string(component_info(id).name) + ": " + why);
+    });
+}
+
+void set_fields(World& world, Entity e, ComponentId id, const nlohmann::json& fields) {
+    using namespace detail::serial;
+    constexpr const char* op = "set_fields";
+    detail::Storage& s = world.storage();
+    const auto [schema, p] = fields_of(s, e, id, op);
+    const ComponentInfo& info = component_info(id);
+    if (!info.copyable()) fail(op, std::string(info.name) + " can't be copied");
+    const bool observed = s.hooked(id);
+    if (observed) detail::check_not_parallel(s, op);
+    // The fields go into a copy, which replaces the value once all of them were read: a bad
+    // field changes nothing.
+    std::pmr::memory_resource* mr = s.resource();
+    const std::size_t align = std::max<std::size_t>(info.alignment, alignof(std::max_align_t));
+    void* copy = mr->allocate(info.size, align);
+    try {
+        info.copy_values(copy, p, 1);
+    } catch (...) {
+        mr->deallocate(copy, info.size, align);
+        throw;
+    }
+    try {
+        std::ostringstream where;
+        where << e;
+        json_to_value(
+            fields, *schema, static_cast<std::byte*>(copy), s.strings(),
+            [&](const std::string& why) {
+                fail(op, "entity " + where.str() + ", " + std::string(info.name) + ": " + why);
+            },
+            true, &s.strings());
+    } catch (...) {
+        if (info.destroy != nullptr) info.destroy(copy, 1);
+        mr->deallocate(copy, info.size, align);
+        throw;
+    }
+    if (info.destroy != nullptr) info.destroy(p, 1);
+    if (info.relocate != nullptr)
+        info.relocate(p, copy, 1);
+    else
+        std::memcpy(p, copy, info.size);
+    mr->deallocate(copy, info.size, align);
+    const detail::Location loc = s.locate(e, id);
+    s.stamp_changed(*loc.archetype, loc.row, loc.column);
+    if (observed) s.hooks().set(s, e, id);
+}
 
 nlohmann::json to_json(const World& world) {
     return detail::serial::save_json(world.storage(), "to_json");

@@ -655,3 +655,62 @@ TEST(Binary, TickThatLeavesNoRoomIsRefused) {
     EXPECT_EQ(error_of([&] { ts::load(bytes, target); }), ts::errc::invalid_argument);
     EXPECT_EQ(target.count(), 0u);
 }
+
+// ------------------------------------------------------ one component's fields as JSON
+
+TEST(ComponentJson, ReadsEveryFieldAndWritesSomeAllOrNothing) {
+    ts::World w;
+    const ts::ComponentId unit =
+        w.component("JsonUnit", {{"hp", ts::Field::i32}, {"speed", ts::Field::f32},
+                                 {"tag", ts::Field::str}, {"alive", ts::Field::boolean}});
+    const ts::Entity e = w.spawn();
+    w.add(e, unit);
+    w.set_field(e, unit, "hp", 10);
+    w.set_field(e, unit, "tag", std::string_view("scout"));
+    const nlohmann::json all = ts::to_json(w, e, unit);
+    EXPECT_EQ(all, (nlohmann::json{{"hp", 10}, {"speed", 0.0}, {"tag", "scout"}, {"alive", false}}));
+
+    int sets = 0;
+    ts::Observer o = w.on_set<sz::Pos>([&](ts::World&, ts::Entity) { ++sets; });
+    (void)w.changed_tick(e, unit);
+    w.advance_tick();
+    ts::set_fields(w, e, unit, {{"hp", 25}, {"tag", "new text"}, {"alive", true}});
+    EXPECT_EQ(w.get_field<std::int32_t>(e, unit, "hp"), 25);
+    EXPECT_EQ(w.get_field<std::string>(e, unit, "tag"), "new text") << "a new string, interned";
+    EXPECT_TRUE(w.get_field<bool>(e, unit, "alive"));
+    EXPECT_EQ(w.get_field<float>(e, unit, "speed"), 0.0f) << "left out: kept";
+    EXPECT_EQ(w.changed_tick(e, unit), w.tick());
+
+    // A bad field anywhere: nothing is written.
+    const auto bad = [&](const nlohmann::json& j, const std::string& says) {
+        try {
+            ts::set_fields(w, e, unit, j);
+            ADD_FAILURE() << "no error for " << j.dump();
+        } catch (const ts::Error& err) {
+            EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+            const std::string what = err.what();
+            EXPECT_NE(what.find(says), std::string::npos) << what;
+            EXPECT_NE(what.find("JsonUnit"), std::string::npos) << what;
+        }
+        EXPECT_EQ(w.get_field<std::int32_t>(e, unit, "hp"), 25);
+    };
+    bad({{"hp", 1}, {"nope", 2}}, "no field 'nope'");
+    bad({{"hp", 1}, {"speed", "fast"}}, "speed");
+    bad({{"hp", 1.5}}, "hp");
+    bad({{"hp", 1}, {"alive", 3}}, "alive");
+
+    // A reflected C++ component works too; one on_set per call.
+    const ts::Entity p = w.spawn(sz::Pos{1, 2});
+    ts::set_fields(w, p, ts::component_id<sz::Pos>(), {{"y", 5.0}});
+    EXPECT_EQ(w.get<sz::Pos>(p), (sz::Pos{1, 5}));
+    EXPECT_EQ(sets, 1);
+    EXPECT_EQ(ts::to_json(w, p, ts::component_id<sz::Pos>()), (nlohmann::json{{"x", 1.0}, {"y", 5.0}}));
+    EXPECT_EQ(error_of([&] { (void)ts::to_json(w, p, unit); }), ts::errc::missing_component);
+    EXPECT_EQ(error_of([&] { (void)ts::to_json(w, p, ts::component_id<sz::Opaque>()); }),
+              ts::errc::missing_component);
+    const ts::Entity opaque = w.spawn(sz::Opaque{1});
+    EXPECT_EQ(error_of([&] { (void)ts::to_json(w, opaque, ts::component_id<sz::Opaque>()); }),
+              ts::errc::invalid_argument);
+    w.despawn(p);
+    EXPECT_EQ(error_of([&] { ts::set_fields(w, p, unit, {{"hp", 1}}); }), ts::errc::not_alive);
+}
