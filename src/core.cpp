@@ -132,6 +132,7 @@ const ComponentInfo& Core::ensure_component(ComponentId id) {
         wc.column_capacity = static_cast<std::uint32_t>(cap);
         wc.column_count = 0;
         wc.hooked = hook_all_;
+        wc.tracked = info.eager_tracking;  // no table has the type yet: nothing to stamp
         wc.info = &info;
     }
     return *wc.info;

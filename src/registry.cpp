@@ -189,12 +189,15 @@ void check_definition(std::string_view name, std::span<const FieldDef> fields,
         }
     }
     if (fields.empty() && options.enableable) fail("a tag (no fields) can't be enableable");
+    if (options.eager_tracking && (fields.empty() || !options.track_changes))
+        fail("eager_tracking needs change ticks: fields and track_changes");
 }
 
 bool same_definition(const Registry::Runtime& known, std::span<const FieldDef> fields,
                      const ComponentOptions& options) noexcept {
     if (known.fields.size() != fields.size() || known.options.enableable != options.enableable ||
-        known.options.track_changes != options.track_changes) {
+        known.options.track_changes != options.track_changes ||
+        known.options.eager_tracking != options.eager_tracking) {
         return false;
     }
     for (std::size_t i = 0; i < fields.size(); ++i) {
@@ -213,6 +216,7 @@ std::string describe_definition(std::span<const FieldInfo> fields, const Compone
     out += "}";
     if (o.enableable) out += " enableable";
     if (!o.track_changes) out += " untracked";
+    if (o.eager_tracking) out += " eager_tracking";
     return out;
 }
 }  // namespace
@@ -266,6 +270,7 @@ ComponentId register_runtime(std::string_view name, std::span<const FieldDef> fi
         info.zero_init = true;
         info.enableable = options.enableable;
         info.track_changes = options.track_changes;
+        info.eager_tracking = options.eager_tracking;
         rt.schema.fields = rt.fields;
         rt.schema.size = info.size;
         info.schema = &rt.schema;

@@ -1,5 +1,8 @@
 #include <tessera/component.hpp>
+#include <tessera/dynamic.hpp>
 #include <tessera/error.hpp>
+#include <tessera/query.hpp>
+#include <tessera/world.hpp>
 
 #include <gtest/gtest.h>
 
@@ -39,6 +42,20 @@ struct ts::component_traits<comp_test::Switchable> {
 template <>
 struct ts::component_traits<comp_test::Untracked> {
     static constexpr bool track_changes = false;
+};
+
+namespace comp_test {
+struct Eager {
+    int v = 0;
+};
+struct Lazy {
+    int v = 0;
+};
+}  // namespace comp_test
+
+template <>
+struct ts::component_traits<comp_test::Eager> {
+    static constexpr bool eager_tracking = true;
 };
 
 using namespace comp_test;
@@ -161,4 +178,33 @@ TEST(Component, RegistrationIsThreadSafe) {
         EXPECT_EQ(ts::component_info(a[i]).id, a[i]);
         for (std::size_t j = 0; j < i; ++j) EXPECT_NE(a[i], a[j]);
     }
+}
+
+TEST(Component, EagerTrackingKeepsTicksFromTheFirstRow) {
+    EXPECT_TRUE(ts::component_info(ts::component_id<Eager>()).eager_tracking);
+    EXPECT_FALSE(ts::component_info(ts::component_id<Lazy>()).eager_tracking);
+    ts::World w;
+    std::vector<ts::Entity> es;
+    for (int i = 0; i < 5; ++i) es.push_back(w.spawn(Eager{i}, Lazy{i}));  // tick 1
+    // cinder's scan: record the tick, advance, write one row, scan for changes since then.
+    const std::uint64_t mark = w.tick();
+    w.advance_tick();
+    w.get_mut<Eager>(es[2]).v = 20;
+    w.get_mut<Lazy>(es[2]).v = 20;
+    std::vector<ts::Entity> eager;
+    w.query<ts::Entity, const Eager&>().changed_since<Eager>(mark).each(
+        [&](ts::Entity e, const Eager&) { eager.push_back(e); });
+    EXPECT_EQ(eager, std::vector<ts::Entity>{es[2]}) << "only the row written";
+    std::size_t lazy = 0;
+    w.query<const Lazy&>().changed_since<Lazy>(mark).each([&](const Lazy&) { ++lazy; });
+    EXPECT_EQ(lazy, 5u) << "lazy tracking starts at the first read: every row then";
+    EXPECT_EQ(w.added_tick<Eager>(es[0]), 1u) << "spawned at tick 1";
+    EXPECT_EQ(w.changed_tick<Eager>(es[0]), 1u);
+    // Runtime components take the option too; it must be the same in every definition.
+    const ts::ComponentId rt =
+        w.component("EagerRt", {{"x", ts::Field::f32}}, ts::ComponentOptions{.eager_tracking = true});
+    EXPECT_TRUE(ts::component_info(rt).eager_tracking);
+    EXPECT_THROW(w.component("EagerRt", {{"x", ts::Field::f32}}), ts::Error);
+    EXPECT_THROW(w.component("EagerTag", {}, ts::ComponentOptions{.eager_tracking = true}),
+                 ts::Error);
 }

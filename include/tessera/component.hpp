@@ -30,6 +30,8 @@ struct ComponentId {
 /// template <> struct tessera::component_traits<Ai> {
 ///     static constexpr bool enableable = true;      // per-entity on/off flag (default false)
 ///     static constexpr bool track_changes = false;  // never track change ticks (default true)
+///     static constexpr bool eager_tracking = true;  // ticks from the first row on (default
+///                                                   // false: from the first read of them)
 /// };
 /// @endcode
 template <class T>
@@ -55,6 +57,9 @@ struct ComponentInfo {
     bool trivially_relocatable = false;  ///< moved with memcpy, never destroyed
     bool enableable = false;             ///< component_traits<T>::enableable
     bool track_changes = true;           ///< component_traits<T>::track_changes
+    /// component_traits<T>::eager_tracking: a world tracks the type's ticks from the moment it
+    /// first sees it, not from the first read of them.
+    bool eager_tracking = false;
     /// Copied with memcpy (trivially copyable and copy constructible; runtime components).
     bool trivially_copyable = false;
     /// A value-initialised value is all zero bytes and `construct` is null (runtime components).
@@ -133,6 +138,19 @@ template <class T>
 concept has_track_changes = requires {
     bool{component_traits<T>::track_changes};
 };
+
+template <class T>
+concept has_eager_tracking = requires {
+    bool{component_traits<T>::eager_tracking};
+};
+
+template <class T>
+constexpr bool eager_tracking_v = [] {
+    if constexpr (has_eager_tracking<T>)
+        return component_traits<T>::eager_tracking;
+    else
+        return false;
+}();
 
 template <class T>
 constexpr bool enableable_v = [] {
@@ -214,6 +232,10 @@ TypeDescriptor describe() {
     };
     info.enableable = enableable_v<T>;
     info.track_changes = track_changes_v<T>;
+    static_assert(!eager_tracking_v<T> || (track_changes_v<T> && !std::is_empty_v<T>),
+                  "tessera: eager_tracking needs change ticks: not with track_changes = false, "
+                  "and not on a tag");
+    info.eager_tracking = eager_tracking_v<T>;
     if (!info.trivially_relocatable) info.relocate = &relocate_fn<T>;
     if constexpr (!std::is_trivially_destructible_v<T>) info.destroy = &destroy_fn<T>;
     if constexpr (std::is_default_constructible_v<T>)

@@ -47,6 +47,9 @@ struct FieldDef {
 struct ComponentOptions {
     bool enableable = false;    ///< per-entity on/off flag (not for tags: a tag has no column)
     bool track_changes = true;  ///< false: change ticks can never be asked for
+    /// Change ticks from the first row on (as `component_traits<T>::eager_tracking`), not from
+    /// the first read of them. Needs `track_changes` and fields.
+    bool eager_tracking = false;
 };
 
 /// A world's interned strings, for `str` fields: each distinct string gets a dense id, id 0 is
