@@ -175,9 +175,18 @@ ArchetypeInfo World::archetype_info(std::uint32_t index) const noexcept {
         bytes += c.size + (c.changed != nullptr ? 2 * sizeof(std::uint64_t) : 0) +
                  (c.enabled != nullptr ? 1 : 0);
     }
-    // Indices skip the two sentinel tables (dead and pending entities) no user sees.
-    const std::uint32_t shown = index == detail::empty_archetype ? 0 : index - 2;
-    return {shown, a.ids, a.size, a.capacity, bytes};
+    return {detail::shown_archetype(index), a.ids, a.size, a.capacity, bytes};
+}
+
+ArchetypeInfo World::archetype_of(Entity e) const {
+    const detail::EntityRecord* r = storage_->record(e);
+    if (r == nullptr || r->archetype == detail::pending_archetype) {
+        std::ostringstream os;
+        os << "World::archetype_of: entity " << e
+           << (r == nullptr ? " is not alive" : " has no table yet (spawned while deferred)");
+        throw Error(errc::not_alive, os.str());
+    }
+    return archetype_info(r->archetype);
 }
 
 std::vector<ArchetypeInfo> World::archetypes() const {

@@ -681,6 +681,11 @@ TEST(World, ArchetypesDescribeEveryTable) {
     EXPECT_EQ(made.index, 3u);
     EXPECT_EQ(made.size, 0u);
     EXPECT_EQ(w.archetype<>().index, 0u);
+    const ts::Entity in_pv = w.spawn(Position{}, Velocity{});
+    EXPECT_EQ(w.archetype_of(in_pv).index, 1u);
+    EXPECT_EQ(w.archetype_of(w.spawn()).index, 0u);
+    w.despawn(in_pv);
+    EXPECT_THROW((void)w.archetype_of(in_pv), ts::Error);
     // Change ticks show in the row size once tracked.
     const ts::Entity e = w.spawn(Position{5, 6}, Velocity{});
     (void)w.changed_tick<Position>(e);

@@ -179,6 +179,9 @@ public:
     /// order of `entities()`). Archetypes are never destroyed. O(archetypes); allocates the
     /// vector (for tools: the inspector reads this).
     [[nodiscard]] std::vector<ArchetypeInfo> archetypes() const;
+    /// The archetype `e` is in. @throws Error(not_alive) for a dead entity or one spawned
+    /// while the world defers (it has no table until the flush).
+    [[nodiscard]] ArchetypeInfo archetype_of(Entity e) const;
     /// The archetype of exactly the components `Ts` (order and tags as given; created, empty,
     /// if none exists yet, as CozyECS's `world.archetype(...)`). O(Ts) once cached.
     /// @throws std::bad_alloc when it must be created (nothing changes then).

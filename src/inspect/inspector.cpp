@@ -584,25 +584,21 @@ json Inspector::Impl::stats(const World& world) const {
 }
 
 json Inspector::Impl::archetypes(const World& world, const Pending& p) {
-    const Storage& s = world.storage();
     json list = json::array();
-    std::size_t total = 0;
-    each_archetype(s, [&](const Archetype& a) {
-        const std::size_t i = total++;
-        if (i < p.offset || i >= p.offset + p.limit) return;
-        std::size_t row_bytes = sizeof(Entity);
-        for (const detail::Column& c : a.columns) {
-            row_bytes += c.size;
-            if (c.changed != nullptr) row_bytes += 2 * sizeof(std::uint64_t);
-            if (c.enabled != nullptr) row_bytes += 1;
-        }
+    const std::vector<ArchetypeInfo> all = world.archetypes();
+    for (std::size_t i = p.offset; i < all.size() && i < p.offset + p.limit; ++i) {
+        const ArchetypeInfo& a = all[i];
+        json names = json::array();
+        for (const ComponentId id : a.components)
+            names.push_back(std::string(component_info(id).name));
         list.push_back({{"index", a.index},
-                        {"components", names_of(a)},
+                        {"components", std::move(names)},
                         {"rows", a.size},
                         {"capacity", a.capacity},
-                        {"row_bytes", row_bytes},
-                        {"bytes", row_bytes * a.capacity}});
-    });
+                        {"row_bytes", a.bytes_per_row},
+                        {"bytes", a.bytes_per_row * a.capacity}});
+    }
+    const std::size_t total = all.size();
     return {{"total", total},
             {"offset", p.offset},
             {"limit", p.limit},
@@ -643,9 +639,10 @@ json Inspector::Impl::entities(const World& world, const Pending& p) {
         const std::size_t lo = std::max(first, p.offset);
         const std::size_t hi = std::min(total, p.offset + p.limit);
         if (lo >= hi) return;
-        names[std::to_string(a.index)] = names_of(a);
+        const std::uint32_t shown = detail::shown_archetype(a.index);
+        names[std::to_string(shown)] = names_of(a);
         for (std::size_t i = lo; i < hi; ++i)
-            list.push_back({{"id", entity_text(a.entities[i - first])}, {"archetype", a.index}});
+            list.push_back({{"id", entity_text(a.entities[i - first])}, {"archetype", shown}});
     });
     return {{"total", total},
             {"offset", p.offset},
@@ -708,7 +705,7 @@ json Inspector::Impl::entity(const World& world, Entity e) {
     return {{"id", entity_text(e)},
             {"index", e.index},
             {"generation", e.generation},
-            {"archetype", a.index},
+            {"archetype", world.archetype_of(e).index},
             {"permanent", s.permanent(e.index)},
             {"components", std::move(components)},
             {"relations", std::move(relations)},

@@ -163,12 +163,12 @@ Points collect_points(const Storage& s, const PointsRequest& request, std::uint6
         copy_field(a->columns[static_cast<std::uint32_t>(a->slot(out.y.component))], out.y, first,
                    out.stride, n, at + 1);
         if (out.by_archetype) {
-            for (std::size_t i = 0; i < n; ++i) at[3 * i + 2] = a->index;
+            for (std::size_t i = 0; i < n; ++i) at[3 * i + 2] = shown_archetype(a->index);
         } else if (const std::int32_t slot = a->slot(out.color.component); slot >= 0) {
             copy_field(a->columns[static_cast<std::uint32_t>(slot)], out.color, first, out.stride,
                        n, at + 2);
         }
-        out.archetypes.emplace_back(a->index, names_of(*a));
+        out.archetypes.emplace_back(shown_archetype(a->index), names_of(*a));
         k += n;
     }
     return out;

@@ -37,6 +37,11 @@ inline constexpr std::uint32_t dead_archetype = 0;     ///< sentinel for free en
 inline constexpr std::uint32_t empty_archetype = 1;    ///< entities without components
 inline constexpr std::uint32_t pending_archetype = 2;  ///< spawned while deferred, not placed
 inline constexpr std::uint32_t first_user_archetype = 3;
+/// The index a user sees for archetype `index` (`ArchetypeInfo::index`): the sentinels are
+/// skipped, so the empty archetype is 0 and the others follow in creation order.
+constexpr std::uint32_t shown_archetype(std::uint32_t index) noexcept {
+    return index == empty_archetype ? 0 : index - 2;
+}
 inline constexpr std::uint32_t no_index = 0xFFFFFFFFu;
 
 /// The column `WorldComponent::columns` gives for an archetype without the component.
