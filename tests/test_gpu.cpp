@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -497,6 +499,90 @@ TEST_F(GpuEmulated, AutomaticPicksByEntityCount) {
     EXPECT_TRUE(warnings.empty());
 }
 
+// On a CUDA device (the H200 check, tools/gpu_device_check.sh): every row of every matching
+// table, CUDA against the CPU backend, bit for bit (test_gpu_cuda is built with --fmad=false so
+// the device rounds like the host). Skipped without a device.
+#ifdef __CUDACC__
+constexpr gpu::backend expected_device = gpu::backend::cuda;
+#else
+constexpr gpu::backend expected_device = gpu::backend::cpu;  // not compiled by nvcc: fallback
+#endif
+
+void expect_device_parity(gpu::readback mode) {
+    ts::World fall_world, fall_ref, move_world, move_ref;
+    for (ts::World* w : {&fall_world, &fall_ref, &move_world, &move_ref}) populate(*w, 20000);
+    ts::Schedule s, m;
+    auto k = gpu::kernel_system<Position, Velocity>(s, "fall", Gravity{-9.8f}, Fall{},
+                                                    {.target = gpu::target::gpu, .readback = mode});
+    auto k2 = gpu::kernel_system<Position, const Velocity>(
+        m, "move", Gravity{}, Simple{}, {.target = gpu::target::gpu, .readback = mode});
+    for (int f = 0; f < 8; ++f) {
+        s.run(fall_world, dt);
+        m.run(move_world, dt);
+    }
+    k.sync();
+    k2.sync();
+    EXPECT_EQ(k.backend(), expected_device);
+    EXPECT_EQ(k2.backend(), expected_device);
+    each_fall(fall_ref, 8);
+    each_simple<Simple>(move_ref, 8);
+    if (mode != gpu::readback::none || expected_device != gpu::backend::cuda) {
+        EXPECT_TRUE(same_bits(state(fall_world), state(fall_ref)));
+        EXPECT_TRUE(same_bits(state(move_world), state(move_ref)));
+        return;
+    }
+#ifdef __CUDACC__
+    // none: the device buffers against the reference, every row of every matching table.
+    std::size_t rows = 0;
+    for (const gpu::DeviceTable& t : k2.device_tables()) {
+        std::vector<Position> p(t.rows);
+        ASSERT_EQ(cudaMemcpy(p.data(), t.column<Position>(), t.rows * sizeof(Position),
+                             cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+        for (std::size_t r = 0; r < t.rows; ++r) {
+            const Position want = move_ref.get<Position>(t.entities[r]);
+            ASSERT_EQ(std::memcmp(&p[r], &want, sizeof(Position)), 0) << "row " << r;
+        }
+        rows += t.rows;
+    }
+    EXPECT_EQ(rows, 30000u);
+#endif
+}
+
+TEST_F(Gpu, DeviceParitySync) {
+    if (!gpu::device_available()) GTEST_SKIP() << "no CUDA device";
+    expect_device_parity(gpu::readback::sync);
+}
+TEST_F(Gpu, DeviceParityAsync) {
+    if (!gpu::device_available()) GTEST_SKIP() << "no CUDA device";
+    expect_device_parity(gpu::readback::async);
+}
+TEST_F(Gpu, DeviceParityNone) {
+    if (!gpu::device_available()) GTEST_SKIP() << "no CUDA device";
+    expect_device_parity(gpu::readback::none);
+}
+TEST_F(Gpu, DeviceParityPairwiseAndEnableable) {
+    if (!gpu::device_available()) GTEST_SKIP() << "no CUDA device";
+    ts::World a, b;
+    populate_bodies(a);
+    populate_bodies(b);
+    ts::Schedule s;
+    auto k =
+        gpu::pairwise_system<Body>(s, "attract", Pull{0.01f}, Attract{},
+                                   {.target = gpu::target::gpu, .readback = gpu::readback::sync});
+    for (int f = 0; f < 3; ++f) s.run(a, dt);
+    for (int f = 0; f < 3; ++f) each_attract(b, Pull{0.01f});
+    EXPECT_EQ(k.backend(), expected_device);
+    EXPECT_TRUE(same_bits(bodies(a), bodies(b)));
+    // An enableable term runs on the CPU backend even with a device, with one warning.
+    ts::World c;
+    c.spawn(Position{0.0f, 0.0f}, Ai{1.0f});
+    auto think = gpu::kernel_system<Position, const Ai>(s, "think", Gravity{}, Think{},
+                                                        {.target = gpu::target::gpu});
+    s.run(c, dt);
+    EXPECT_EQ(think.backend(), gpu::backend::cpu);
+}
+
 TEST_F(Gpu, AccessComesFromTheComponentList) {
     ts::Schedule s = ts::Schedule::strict(1);
     gpu::kernel_system<Position, const Velocity>(s, "move", Gravity{}, Simple{},
@@ -569,6 +655,20 @@ TEST_F(Gpu, BadArgumentsAreErrors) {
               ts::errc::invalid_argument);
     EXPECT_EQ(code([] { gpu::set_thresholds({.baseline_ns = 0.0}); }), ts::errc::invalid_argument);
     EXPECT_EQ(code([] { gpu::set_thresholds({.baseline_ns = -1.0}); }), ts::errc::invalid_argument);
+}
+
+TEST_F(Gpu, CalibrateMeasuresAndApplies) {
+    const gpu::Thresholds before = gpu::thresholds();
+    const gpu::Thresholds t = gpu::calibrate();
+    EXPECT_GT(t.baseline_ns, 0.0);
+    EXPECT_LT(t.baseline_ns, 1000.0);  // ns per entity of p += v * dt: never a microsecond
+    EXPECT_EQ(gpu::thresholds().baseline_ns, t.baseline_ns);
+    if (!gpu::device_available()) {  // only the CPU baseline is measured
+        EXPECT_EQ(t.async, before.async);
+        EXPECT_EQ(t.none, before.none);
+    }
+    std::printf("calibrate: baseline %.3f ns/entity, break-even none %zu, async %zu, sync %zu\n",
+                t.baseline_ns, t.none, t.async, t.sync);
 }
 
 TEST_F(Gpu, SettingsAndNames) {
