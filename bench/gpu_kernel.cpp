@@ -2,6 +2,7 @@
 // Kernels: `simple` (p += v * dt) and `gravity` (v.dy += g * dt, p += v * dt, bounce off y = 0).
 // Variants, per entity count (10K, 100K, 1M; 4M and 16M too with TESSERA_GPU_BENCH_LARGE=1):
 //   each           a cached Query, `each` calling the kernel (the baseline of the ratios)
+//   each_system    the same `each` inside a system of a Schedule(1): the schedule's own cost
 //   cpu_backend    kernel_system with target::cpu in a Schedule on every core (par_each)
 //   cpu_backend_1w the same in a Schedule(1) (one worker: the loop's own cost against `each`)
 //   cuda_async / cuda_sync / cuda_none   target::gpu with that readback mode; skipped (with an
@@ -48,6 +49,9 @@ struct GravityKernel {
 };
 
 constexpr Gravity kGravity{-9.8f};
+// dt and the uniforms as a program has them: values known at run time, not constants.
+float runtime_dt = kDt;
+Gravity runtime_gravity = kGravity;
 
 void populate(tessera::World& w, std::size_t n) {
     w.spawn_many(n, [](std::size_t i, Position& p, Velocity& v) {
@@ -57,7 +61,7 @@ void populate(tessera::World& w, std::size_t n) {
 }
 
 enum class Kernel { simple, gravity };
-enum class Variant { each, cpu, cpu_one, cuda_async, cuda_sync, cuda_none };
+enum class Variant { each, each_system, cpu, cpu_one, cuda_async, cuda_sync, cuda_none };
 
 // `each` with the kernel, on the query the kernel system would make (const Velocity for the
 // simple kernel, which only reads it).
@@ -70,11 +74,12 @@ struct EachLoop {
           gravity(w.query<Position&, Velocity&>()),
           kernel(k) {}
     void frame() {
+        const float dt = runtime_dt;
+        const Gravity u = runtime_gravity;
         if (kernel == Kernel::simple) {
-            simple.each(
-                [](Position& p, const Velocity& v) { SimpleKernel{}(p, v, kDt, kGravity); });
+            simple.each([dt, u](Position& p, const Velocity& v) { SimpleKernel{}(p, v, dt, u); });
         } else {
-            gravity.each([](Position& p, Velocity& v) { GravityKernel{}(p, v, kDt, kGravity); });
+            gravity.each([dt, u](Position& p, Velocity& v) { GravityKernel{}(p, v, dt, u); });
         }
     }
 };
@@ -129,6 +134,33 @@ void gpu_kernel(benchmark::State& state, Kernel kernel, Variant variant) {
         return;
     }
 
+    if (variant == Variant::each_system) {  // `each` in a system of a Schedule(1)
+        tessera::Schedule schedule(1);
+        if (kernel == Kernel::simple) {
+            schedule.add("each", [](tessera::View<Position&, const Velocity&> v, float dt) {
+                const Gravity u = runtime_gravity;
+                v.each(
+                    [dt, u](Position& p, const Velocity& vel) { SimpleKernel{}(p, vel, dt, u); });
+            });
+        } else {
+            schedule.add("each", [](tessera::View<Position&, Velocity&> v, float dt) {
+                const Gravity u = runtime_gravity;
+                v.each([dt, u](Position& p, Velocity& vel) { GravityKernel{}(p, vel, dt, u); });
+            });
+        }
+        schedule.run(world, kDt);
+        if (!same(world, reference)) {
+            state.SkipWithError("gpu_kernel/each_system: the check frame differs");
+            return;
+        }
+        for (auto _ : state) {
+            schedule.run(world, kDt);
+            benchmark::ClobberMemory();
+        }
+        set_items(state, n);
+        return;
+    }
+
     const bool cuda = variant == Variant::cuda_async || variant == Variant::cuda_sync ||
                       variant == Variant::cuda_none;
     if (cuda && !gpu::device_available()) {
@@ -177,6 +209,7 @@ void register_all() {
     const std::pair<const char*, Kernel> kernels[] = {{"simple", Kernel::simple},
                                                       {"gravity", Kernel::gravity}};
     const std::pair<const char*, Variant> variants[] = {{"each", Variant::each},
+                                                        {"each_system", Variant::each_system},
                                                         {"cpu_backend", Variant::cpu},
                                                         {"cpu_backend_1w", Variant::cpu_one},
                                                         {"cuda_async", Variant::cuda_async},

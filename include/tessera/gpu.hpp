@@ -29,6 +29,7 @@
 #include <tessera/schedule.hpp>
 #include <tessera/system.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -38,6 +39,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -343,27 +345,16 @@ private:
     // The backend of this dispatch; warns once when a requested device path cannot run.
     gpu::backend choose(std::size_t n) {
         if (options_.target == gpu::target::cpu || broken_) return gpu::backend::cpu;
-        std::string what;
-        const char* const refusals[] = {device_refusal<Cs>()...};
-        const ComponentId ids[] = {component_id<std::remove_const_t<Cs>>()...};
-        for (std::size_t k = 0; k < sizeof...(Cs) && what.empty(); ++k) {
-            if (refusals[k] != nullptr)
-                what = "component " + std::string(component_info(ids[k]).name) + " " + refusals[k];
-        }
         const device_kind kind = device();
-        if (what.empty()) {
-            if (kind == device_kind::none) {
-                what = std::string(no_device_reason());
-            } else if (kind == device_kind::cuda && !Nvcc) {
-                what =
-                    "its kernel's translation unit was not compiled by nvcc (compile it as "
-                    "CUDA, see docs/gpu.md)";
-            }
+        if (!checked_ || kind != kind_) {  // the reason is worked out once per device kind
+            checked_ = true;
+            kind_ = kind;
+            refusal_ = refusal(kind);
         }
-        if (!what.empty()) {
+        if (!refusal_.empty()) {
             if (!warned_) {
                 warned_ = true;
-                warn(this->name, "runs on the CPU backend: " + what);
+                warn(this->name, "runs on the CPU backend: " + refusal_);
             }
             return gpu::backend::cpu;
         }
@@ -372,6 +363,22 @@ private:
             kind == device_kind::emulated ? gpu::backend::emulated : gpu::backend::cuda;
         if (options_.target == gpu::target::gpu) return device_backend;
         return above_break_even(n) ? device_backend : gpu::backend::cpu;
+    }
+
+    // Why the device path cannot run on `kind` ("" when it can).
+    static std::string refusal(device_kind kind) {
+        const char* const refusals[] = {device_refusal<Cs>()...};
+        const ComponentId ids[] = {component_id<std::remove_const_t<Cs>>()...};
+        for (std::size_t k = 0; k < sizeof...(Cs); ++k) {
+            if (refusals[k] != nullptr)
+                return "component " + std::string(component_info(ids[k]).name) + " " + refusals[k];
+        }
+        if (kind == device_kind::none) return std::string(no_device_reason());
+        if (kind == device_kind::cuda && !Nvcc) {
+            return "its kernel's translation unit was not compiled by nvcc (compile it as CUDA, "
+                   "see docs/gpu.md)";
+        }
+        return {};
     }
 
     // Every component can live on the device (else `choose` never gets to the launchers, and
@@ -400,12 +407,104 @@ private:
     }
 
     void run_cpu(ViewType& view, float dt) {
-        const U& u = this->uniforms;
         if constexpr (!Pair) {
-            view.par_each([&](Cs&... c) { kernel_(c..., dt, u); });
+            run_rows(view, dt);
         } else {
-            run_pairwise(view, dt, u);
+            run_pairwise(view, dt, this->uniforms);
         }
+    }
+
+    // The kernel over every enabled matching row, split across the workers like `par_each`
+    // (rows by prefix sum over the non-empty tables) and stamped like its `T&` terms: ungated
+    // tables whole, gated ones per enabled row. The kernel, dt and the uniforms are copied
+    // into locals of each range, so the compiler knows writes to the columns cannot change
+    // them (a capture by reference would be reloaded per row and block vectorisation).
+    void run_rows(ViewType& view, float dt) {
+        tessera::detail::QueryState& st = view.query().state();
+        tessera::detail::Storage& s = st.storage();
+        tables_.clear();
+        starts_.clear();
+        std::size_t total = 0;
+        for (const std::uint32_t index : st.update()) {
+            tessera::detail::Archetype& a = s.archetype(index);
+            if (a.size == 0) continue;
+            tables_.push_back(&a);
+            starts_.push_back(total);
+            total += a.size;
+        }
+        const std::uint64_t tick = st.write_tick();
+        for (tessera::detail::Archetype* a : tables_) {
+            if (!gated(*a)) tessera::detail::stamp_written<Cs&...>(*a, tick);
+        }
+        const K kernel = kernel_;
+        const U uniforms = this->uniforms;
+        tessera::detail::parallel_rows(
+            total,
+            [&](std::size_t begin, std::size_t end) {
+                const K k = kernel;
+                const U u = uniforms;
+                const float t = dt;
+                std::size_t i = static_cast<std::size_t>(
+                    std::upper_bound(starts_.begin(), starts_.end(), begin) - starts_.begin() - 1);
+                while (begin < end) {
+                    tessera::detail::Archetype& a = *tables_[i];
+                    const auto first = static_cast<std::uint32_t>(begin - starts_[i]);
+                    const auto last =
+                        static_cast<std::uint32_t>(std::min<std::size_t>(end - starts_[i], a.size));
+                    table_rows(s, a, first, last, k, t, u, tick, std::index_sequence_for<Cs...>{});
+                    begin = starts_[i] + last;
+                    ++i;
+                }
+            },
+            s.serial() || total * cost_ns() < parallel_ns);
+    }
+
+    // Below this much estimated work a dispatch runs on the calling thread: splitting it
+    // across workers would cost more than it saves.
+    static constexpr double parallel_ns = 50'000.0;
+    double cost_ns() const noexcept {
+        return cpu_ns_ > 0.0 ? cpu_ns_ : thresholds().baseline_ns;
+    }
+
+    template <std::size_t... I>
+    static void table_rows(tessera::detail::Storage& s, tessera::detail::Archetype& a,
+                           std::uint32_t first, std::uint32_t last, const K& k, float t, const U& u,
+                           std::uint64_t tick, std::index_sequence<I...>) {
+        const std::tuple<Cs*...> bases{reinterpret_cast<Cs*>(
+            s.column_data(component_id<std::remove_const_t<Cs>>(), a.index))...};
+        if (!gated(a)) {
+            for (std::uint32_t r = first; r < last; ++r) k(std::get<I>(bases)[r]..., t, u);
+            return;
+        }
+        const std::uint8_t* const flags[] = {tessera::detail::term_flags<Cs&>(a)...};
+        for (std::uint32_t r = first; r < last; ++r) {
+            bool on = true;
+            for (const std::uint8_t* f : flags) on = on && (f == nullptr || f[r] != 0);
+            if (!on) continue;
+            if (a.tracked) stamp_row(a, r, tick);
+            k(std::get<I>(bases)[r]..., t, u);
+        }
+    }
+
+    // Whether some component of the kernel has enable flags in `a`.
+    static bool gated(const tessera::detail::Archetype& a) noexcept {
+        if (!a.enableable) return false;
+        const std::uint8_t* const flags[] = {tessera::detail::term_flags<Cs&>(a)...};
+        for (const std::uint8_t* f : flags) {
+            if (f != nullptr) return true;
+        }
+        return false;
+    }
+
+    static void stamp_row(tessera::detail::Archetype& a, std::uint32_t row, std::uint64_t tick) {
+        (
+            [&] {
+                if constexpr (!std::is_const_v<Cs>) {
+                    const std::int32_t c = a.slot(component_id<Cs>());
+                    if (c >= 0) tessera::detail::Storage::stamp_changed(a, row, c, tick);
+                }
+            }(),
+            ...);
     }
 
     // O(n^2) per table: `self` in place, `other` from a copy of the written columns taken
@@ -496,8 +595,14 @@ private:
     LaunchFn launch_ = nullptr;
     double cpu_ns_ = 0.0;
     bool warned_ = false;
-    bool broken_ = false;  ///< the device failed once: CPU from then on
+    bool broken_ = false;   ///< the device failed once: CPU from then on
+    bool checked_ = false;  ///< `refusal_` is worked out for `kind_`
+    device_kind kind_ = device_kind::none;
+    std::string refusal_;
     std::vector<std::byte> snapshot_[sizeof...(Cs)];
+    // run_rows' scratch, kept between dispatches so a steady state allocates nothing.
+    std::vector<tessera::detail::Archetype*> tables_;
+    std::vector<std::size_t> starts_;
 };
 
 template <class K, class U, bool Pair, class... Cs>
