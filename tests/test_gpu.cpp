@@ -275,6 +275,24 @@ TEST_F(Gpu, AComponentThatCannotLiveOnTheDeviceFallsBack) {
     EXPECT_NE(warnings[0].find("not trivially copyable"), std::string::npos) << warnings[0];
 }
 
+TEST_F(Gpu, CpuBackendWritesInPlaceInEveryReadbackMode) {
+    // Documented: on the CPU backend every mode behaves like sync (the results are in the world
+    // when the system returns), so code written for async's frame of latency sees newer values.
+    for (const gpu::readback mode :
+         {gpu::readback::async, gpu::readback::sync, gpu::readback::none}) {
+        ts::World a, b;
+        populate(a, 200);
+        populate(b, 200);
+        ts::Schedule s(1);
+        auto k = gpu::kernel_system<Position, const Velocity>(
+            s, "move", Gravity{}, Simple{}, {.target = gpu::target::cpu, .readback = mode});
+        s.run(a, dt);
+        each_simple<Simple>(b, 1);
+        EXPECT_TRUE(same_bits(state(a), state(b))) << static_cast<int>(mode);
+        EXPECT_TRUE(k.device_tables().empty());
+    }
+}
+
 // The reference of Attract: per table, `other` read from the values at the frame's start.
 void each_attract(ts::World& w, const Pull& u) {
     for (ts::Chunk& c : w.query<Body&>().chunks()) {
@@ -475,6 +493,25 @@ TEST_F(GpuEmulated, WorldWritesAndStructuralChangesMergeWithDeviceResults) {
     for (int f = 0; f < 8; ++f) frame(f);
     k.sync();
     EXPECT_TRUE(same_bits(state(a), state(b)));
+}
+
+TEST_F(GpuEmulated, ResultsAreMarkedChangedWhenTheyReachTheWorld) {
+    for (const gpu::readback mode :
+         {gpu::readback::sync, gpu::readback::async, gpu::readback::none}) {
+        ts::World w;
+        populate(w, 100);
+        auto changed = w.query<const Position&>().changed<Position>();
+        changed.each([](const Position&) {});  // first run: everything
+        ts::Schedule s(1);
+        auto k = gpu::kernel_system<Position, const Velocity>(
+            s, "move", Gravity{}, Simple{}, {.target = gpu::target::gpu, .readback = mode});
+        s.run(w, dt);
+        k.sync();
+        std::size_t seen = 0;
+        changed.each([&](const Position&) { ++seen; });
+        // sync and async: the 150 matching rows once their results are in; none: never read back
+        EXPECT_EQ(seen, mode == gpu::readback::none ? 0u : 150u) << static_cast<int>(mode);
+    }
 }
 
 TEST_F(GpuEmulated, AutomaticPicksByEntityCount) {
