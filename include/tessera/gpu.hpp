@@ -576,7 +576,7 @@ public:
     /// Waits for every dispatched frame and applies the results the world lacks (stamped with
     /// the world's tick): frames are coalesced, never lost. With `readback::none` it only
     /// waits (the device buffers are then complete). No-op on the CPU backend. Main thread,
-    /// outside schedule runs.
+    /// outside schedule runs; the world the system last ran on must still be alive.
     void sync() { state_->sync(); }
     /// The backend of the last dispatch (`none` before the first).
     [[nodiscard]] gpu::backend backend() const noexcept { return state_->last; }
