@@ -12,6 +12,8 @@
 #       and the gpu_* benchmarks at 10K..16M entities (5 repetitions, medians), then writes
 #       OUT_DIR/gpu_break_even.md: per kernel and readback mode, the smallest measured entity
 #       count at which CUDA beats the CPU backend on all cores.          (default OUT_DIR $OUT or .)
+#       Only these need to travel (under 8 MiB): BUILD_DIR/tests/test_gpu_cuda,
+#       BUILD_DIR/bench/tessera_bench, BUILD_DIR/lib (and this script). About 5 to 8 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -65,8 +67,11 @@ for kernel in ("simple", "gravity"):
         gpu = {n: med.get((f"gpu_{kernel}/cuda_{mode}", n)) for n in sizes}
         even = next((n for n in sizes if cpu[n] and gpu[n] and gpu[n] < cpu[n]), None)
         cells = [f"{cpu[n] / gpu[n]:.2f}x" if cpu[n] and gpu[n] else "-" for n in sizes]
-        lines.append(f"| {kernel} | {mode} | {even if even else 'never, up to ' + str(sizes[-1])} | "
-                     + " | ".join(cells) + " |")
+        if not any(gpu.values()):
+            verdict = "not measured (no CUDA result)"
+        else:
+            verdict = f"{even:,}" if even else f"never, up to {sizes[-1]:,}"
+        lines.append(f"| {kernel} | {mode} | {verdict} | " + " | ".join(cells) + " |")
 lines.append("")
 lines.append("Cells: CPU backend time / CUDA time per frame (medians of 5; > 1 means CUDA is faster).")
 open(sys.argv[2], "w").write("\n".join(lines) + "\n")
