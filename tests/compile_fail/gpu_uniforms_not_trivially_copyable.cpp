@@ -13,6 +13,6 @@ struct Uniforms {
 
 int main() {
     tessera::Schedule schedule;
-    tessera::gpu::kernel_system<Position>(schedule, "fall", Uniforms{},
-                                          [](Position& p, float dt, const Uniforms&) { p.x += dt; });
+    tessera::gpu::kernel_system<Position>(
+        schedule, "fall", Uniforms{}, [](Position& p, float dt, const Uniforms&) { p.x += dt; });
 }

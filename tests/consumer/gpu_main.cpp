@@ -15,7 +15,9 @@ int main() {
     tessera::Schedule schedule(1);
     auto move = tessera::gpu::kernel_system<Position, const Speed>(
         schedule, "move", Speed{1.0f},
-        [](Position& p, const Speed& s, float dt, const Speed& scale) { p.x += s.v * dt * scale.v; },
+        [](Position& p, const Speed& s, float dt, const Speed& scale) {
+            p.x += s.v * dt * scale.v;
+        },
         {.target = tessera::gpu::target::cpu});
     schedule.run(world, 0.5f);
     float x = -1.0f;
