@@ -94,6 +94,9 @@ function(tessera_add_doc_samples markdown)
             "// Generated from ${md} (```cpp block ${index}) by tessera_add_doc_samples.\n// Do not edit: edit the Markdown file.\n#line ${first_line} \"${md}\"\n${body}")
         add_executable(${name} "${source}")
         target_link_libraries(${name} PRIVATE tessera::tessera tessera_warnings)
+        if(TARGET tessera_gpu)  # docs/gpu.md's samples
+            target_link_libraries(${name} PRIVATE tessera::gpu)
+        endif()
         # Samples check themselves with assert(): keep it on in every build type.
         target_compile_options(${name} PRIVATE -UNDEBUG)
         set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY "${out_dir}")

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <memory_resource>
 #include <new>
 #include <type_traits>
@@ -174,8 +175,10 @@ void CommandBuffer::record_adds(Entity e, Ts&&... components) {
         std::byte* slots[sizeof...(Ts)];
         for (std::size_t i = 0; i < sizeof...(Ts); ++i) slots[i] = queue_.allocate_value(*infos[i]);
         [&]<std::size_t... I>(std::index_sequence<I...>) {
-            ((::new (static_cast<void*>(slots[I]))
-                  std::remove_cvref_t<Ts>(std::forward<Ts>(components)),
+            // construct_at rather than a placement new-expression: nvcc 13's front end cannot
+            // parse the latter inside this fold (docs/gpu.md: tessera's headers in .cu files).
+            ((std::construct_at(reinterpret_cast<std::remove_cvref_t<Ts>*>(slots[I]),
+                                std::forward<Ts>(components)),
               queue_.push_add(e, *infos[I], slots[I], I == 0 ? sizeof...(Ts) : 0)),
              ...);
         }

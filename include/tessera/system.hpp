@@ -245,6 +245,8 @@ public:
     }
     /// Matching entities (`Added`/`Changed` and enable flags not applied).
     [[nodiscard]] std::size_t count() { return query_->count(); }
+    /// The system's query, for the library's own modules (gpu.hpp's kernel systems).
+    [[nodiscard]] query_type& query() const noexcept { return *query_; }
 
 private:
     query_type* query_;

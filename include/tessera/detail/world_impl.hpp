@@ -8,6 +8,7 @@
 #include <tessera/fwd.hpp>
 
 #include <array>
+#include <memory>
 #include <new>
 #include <utility>
 
@@ -388,8 +389,10 @@ void World::add_deferred(Entity e, Ts&&... components) {
     for (std::size_t i = 0; i < sizeof...(Ts); ++i)
         slots[i] = s.deferred().allocate_value(*infos[i]);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
-        ((::new (static_cast<void*>(slots[I]))
-              std::remove_cvref_t<Ts>(std::forward<Ts>(components)),
+        // construct_at rather than a placement new-expression: nvcc 13's front end cannot
+        // parse the latter inside this fold (docs/gpu.md: tessera's headers in .cu files).
+        ((std::construct_at(reinterpret_cast<std::remove_cvref_t<Ts>*>(slots[I]),
+                            std::forward<Ts>(components)),
           s.deferred().push_add(e, *infos[I], slots[I], I == 0 ? sizeof...(Ts) : 0)),
          ...);
     }
