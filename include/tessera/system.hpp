@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
@@ -26,6 +27,42 @@
 #include <vector>
 
 namespace tessera {
+
+/// What a system may return instead of `void`: success (the default), or a failure with a
+/// message (pragma_ecs's `Result`). A failed status is reported exactly like an exception thrown
+/// by the system: `Schedule::run` (or `run_system`) throws `Error(system_failed)` naming the
+/// system, with `Error(code, message)` nested; the system's commands and events are dropped and
+/// the systems that depend on it are skipped that frame. A system returning anything other than
+/// `void` or `Status` does not compile.
+class [[nodiscard]] Status {
+public:
+    /// Success.
+    Status() noexcept = default;
+    /// Success.
+    [[nodiscard]] static Status ok() noexcept { return {}; }
+    /// A failure described by `message`; the nested error's code is `code` (default
+    /// `system_failed`). May throw bad_alloc (copying the message).
+    [[nodiscard]] static Status error(std::string message, errc code = errc::system_failed) {
+        Status s;
+        s.failed_ = true;
+        s.code_ = code;
+        s.message_ = std::move(message);
+        return s;
+    }
+    /// Whether it is a success.
+    [[nodiscard]] bool is_ok() const noexcept { return !failed_; }
+    /// Whether it is a success.
+    explicit operator bool() const noexcept { return !failed_; }
+    /// The failure's code (`system_failed` unless given; meaningless for a success).
+    [[nodiscard]] errc code() const noexcept { return code_; }
+    /// The failure's message (empty for a success).
+    [[nodiscard]] const std::string& message() const noexcept { return message_; }
+
+private:
+    std::string message_;
+    errc code_ = errc::system_failed;
+    bool failed_ = false;
+};
 
 /// View filters: entities that have every one of `Ts`.
 template <class... Ts>
@@ -482,6 +519,29 @@ struct param<float> : stateless_param {
 template <class A>
 using param_type_t = std::conditional_t<std::is_same_v<A, World&>, World&, std::remove_cvref_t<A>>;
 
+/// Reports a failed `Status` as the system's exception: `Error(status.code(), message)`.
+[[noreturn]] void throw_status(const Status& status);
+
+/// A system's return type must be `void` or `Status`.
+template <class R>
+inline constexpr bool valid_system_result = std::is_void_v<R> || std::is_same_v<R, Status>;
+
+/// Calls `fn(args...)`; a failed `Status` it returns becomes the system's exception.
+template <class F, class... P>
+void call_system(F& fn, P&&... args) {
+    using R = decltype(fn(std::forward<P>(args)...));
+    static_assert(valid_system_result<R>,
+                  "tessera: a system returns void or ts::Status (Status::ok() or "
+                  "Status::error(message)); change the system's return type");
+    if constexpr (std::is_void_v<R>) {
+        fn(std::forward<P>(args)...);
+    } else {
+        const Status status = fn(std::forward<P>(args)...);
+        if (!status.is_ok()) [[unlikely]]
+            throw_status(status);
+    }
+}
+
 /// The type-erased system a schedule holds. One virtual call per system run, none per entity.
 class SystemBase {
 public:
@@ -531,7 +591,7 @@ private:
                 std::apply([](auto&... s) { (param<param_type_t<A>>::done(s), ...); }, states);
             }
         } done{states_};
-        fn_(param<param_type_t<A>>::get(std::get<I>(states_), r)...);
+        call_system(fn_, param<param_type_t<A>>::get(std::get<I>(states_), r)...);
     }
     std::tuple<typename param<param_type_t<A>>::State...> states_;
 };
