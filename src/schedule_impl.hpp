@@ -24,8 +24,10 @@ namespace tessera {
 namespace detail {
 
 constexpr std::size_t phase_count = 4;  // start, pre_update, update, post_update
-/// A phase that chose one way (inline or parallel) tries the other every this many runs.
+/// A phase that chose one way (inline or parallel) tries the other after this many runs; each
+/// try that confirms the choice doubles the wait, up to `probe_period_max` runs.
 constexpr std::uint32_t probe_period = 32;
+constexpr std::uint32_t probe_period_max = 1024;
 constexpr std::size_t history_size = 128;  // runs kept per system for Schedule::stats
 
 struct SystemEntry {
@@ -88,6 +90,9 @@ struct PhaseGraph {
     std::uint64_t inline_ns = 0;
     std::uint64_t parallel_ns = 0;
     std::uint32_t since_probe = 0;  ///< runs since the way not chosen was last tried
+    std::uint32_t probe_every = probe_period;
+    bool probing = false;     ///< this run tries the way not chosen
+    bool probe_from = false;  ///< ... and parallel was the faster before it
 };
 
 /// Throws `system_failed` with `context` and the original's message, the original nested.

@@ -34,6 +34,13 @@
 /// system's commands and events are dropped, the other systems' are applied, and every later
 /// phase is skipped that frame. A system that threw is reported before a failed sync.
 ///
+/// **Groups.** A system belongs to one group (`SystemConfig::group`, default ""); `run(world,
+/// dt)` runs the default group, `run(world, dt, group)` another, with phases and ordering
+/// applying as for a disabled system outside the group.
+///
+/// **Results.** A system returns `void` or `Status`; a failed `Status` is reported like an
+/// exception thrown by the system. Any other return type does not compile.
+///
 /// **Workers.** `Schedule(1)` runs everything on the calling thread (no task arena, no oneTBB
 /// thread); `Schedule(n)` on an arena of n it owns; `Schedule()` on oneTBB's default arena.
 #pragma once
@@ -128,8 +135,11 @@ public:
     /// phases and ordering still applying (see `Schedule::run`).
     SystemConfig& group(std::string_view name);
     /// Declares (trusted) access: read / write `Ts`. A system taking `World&` with declared
-    /// access is no longer exclusive: it runs in parallel with systems it doesn't conflict
-    /// with, and must then touch nothing else (cinder's declared systems).
+    /// access is no longer exclusive (cinder's declared systems): it runs in parallel with
+    /// every system it doesn't conflict with, declared `World&` ones included. While it runs,
+    /// the world's tick reads as the system's own on its thread (its writes are stamped with
+    /// it) and its queries neither defer the world nor advance its tick; it must touch nothing
+    /// but what it declared, and make no structural change (use `Commands`).
     template <class... Ts>
     SystemConfig& reads() {
         const ComponentId ids[] = {component_id<Ts>()...};
@@ -250,7 +260,8 @@ public:
     /// (`std::nullopt`) it decides from measured times: each phase keeps the wall time of its
     /// recent inline runs and of its recent parallel runs (every system run and every phase run
     /// is timed while there are two or more workers) and takes the faster, trying the other way
-    /// again every 32 runs of the phase so that the choice follows the workload; a phase whose
+    /// again after 32 runs of the phase (then less often, up to every 1024 runs, while the other
+    /// way keeps losing) so that the choice follows the workload; a phase whose
     /// graph leaves nothing to overlap, or whose measured system times say parallel could not
     /// win (its critical path is nearly its total), stays inline. A fixed `threshold` replaces
     /// that: the phase runs in parallel when its systems took at least `threshold` in total the
