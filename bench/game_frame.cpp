@@ -277,12 +277,13 @@ void game_frame_tessera(benchmark::State& state, std::size_t n) {
     auto sprite = world.query<Sprite&, const Player&, const Health&>();
     auto render = world.query<const Position&, const Sprite&>();
     auto frame = [&] {
-        movement.each(movement_body);
-        data.each(data_body);
-        combined.each(combined_body);
-        health.each(health_body);
-        damage.each(damage_body);
-        sprite.each(sprite_body);
+        // Lambdas, as users write them: a direct call of the body, as in the raw loops.
+        movement.each([](Position& p, const Velocity& v) { movement_body(p, v); });
+        data.each([](Data& d) { data_body(d); });
+        combined.each([](const Position& p, Velocity& v, Data& d) { combined_body(p, v, d); });
+        health.each([](Health& h) { health_body(h); });
+        damage.each([](Health& h, const Damage& d) { damage_body(h, d); });
+        sprite.each([](Sprite& s, const Player& p, const Health& h) { sprite_body(s, p, h); });
         render.each([&](const Position& p, const Sprite& s) { render_body(p, s, sink); });
     };
     frame();
@@ -303,15 +304,20 @@ void game_frame_schedule(benchmark::State& state, std::size_t n) {
     tessera::World world = make_world(n);
     FrameSink sink;
     tessera::Schedule schedule(1);
-    schedule.add("movement",
-                 [](tessera::View<Position&, const Velocity&> q) { q.each(movement_body); });
-    schedule.add("data", [](tessera::View<Data&> q) { q.each(data_body); });
-    schedule.add("combined",
-                 [](tessera::View<const Position&, Velocity&, Data&> q) { q.each(combined_body); });
-    schedule.add("health", [](tessera::View<Health&> q) { q.each(health_body); });
-    schedule.add("damage", [](tessera::View<Health&, const Damage&> q) { q.each(damage_body); });
+    schedule.add("movement", [](tessera::View<Position&, const Velocity&> q) {
+        q.each([](Position& p, const Velocity& v) { movement_body(p, v); });
+    });
+    schedule.add("data", [](tessera::View<Data&> q) { q.each([](Data& d) { data_body(d); }); });
+    schedule.add("combined", [](tessera::View<const Position&, Velocity&, Data&> q) {
+        q.each([](const Position& p, Velocity& v, Data& d) { combined_body(p, v, d); });
+    });
+    schedule.add("health",
+                 [](tessera::View<Health&> q) { q.each([](Health& h) { health_body(h); }); });
+    schedule.add("damage", [](tessera::View<Health&, const Damage&> q) {
+        q.each([](Health& h, const Damage& d) { damage_body(h, d); });
+    });
     schedule.add("sprite", [](tessera::View<Sprite&, const Player&, const Health&> q) {
-        q.each(sprite_body);
+        q.each([](Sprite& s, const Player& p, const Health& h) { sprite_body(s, p, h); });
     });
     schedule.add("render", [&sink](tessera::View<const Position&, const Sprite&> q) {
         q.each([&](const Position& p, const Sprite& s) { render_body(p, s, sink); });

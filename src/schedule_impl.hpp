@@ -41,10 +41,11 @@ struct SystemEntry {
     std::vector<ComponentId> declared_writes;
     bool declared = false;
     bool enabled = true;
-    bool active = false;          ///< runs in this frame (enabled and in the frame's group)
-    std::string group;            ///< "" is the default group
-    World* created_on = nullptr;  ///< on_create ran on this world
-    std::uint64_t last_tick = 0;  ///< the tick of its previous run
+    bool active = false;           ///< runs in this frame (enabled and in the frame's group)
+    std::string group;             ///< "" is the default group
+    World* created_on = nullptr;   ///< on_create ran on this world
+    World* prepared_on = nullptr;  ///< its parameters were last prepared for this world
+    std::uint64_t last_tick = 0;   ///< the tick of its previous run
     CommandBuffer commands;
     std::uint64_t duration_ns = 0;  ///< its last run, when measured
     /// The last `history_size` measured run times (ns), a ring; `runs` counts every measured run.
@@ -66,6 +67,7 @@ struct PhaseRun {
     std::vector<std::uint64_t> ticks;   ///< 0: did not run (disabled)
     std::vector<std::uint8_t> skipped;  ///< after a failure
     std::vector<std::exception_ptr> errors;
+    bool had_errors = false;  ///< some entry of `errors` is set (cleared at the next run)
 };
 
 /// One phase's graph, and the scratch of its runs (sized once per build: running a phase

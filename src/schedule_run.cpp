@@ -46,6 +46,9 @@ void detail::throw_status(const Status& status) {
 }
 
 void Schedule::Impl::prepare(SystemEntry& s, World& w) {
+    // Prepared for this world already: only event parameters need it again (their queue may
+    // have been removed or replaced since).
+    if (s.prepared_on == &w && !s.system->prepare_always) return;
     if (s.created_on == nullptr) {
         s.system->create(w);
         s.created_on = &w;
@@ -57,6 +60,7 @@ void Schedule::Impl::prepare(SystemEntry& s, World& w) {
         for (const ComponentId id : s.declared_reads) w.storage().ensure_component(id);
         for (const ComponentId id : s.declared_writes) w.storage().ensure_component(id);
     }
+    s.prepared_on = &w;
 }
 
 void Schedule::Impl::check_resources(SystemEntry& s, const World& w, const char* op) const {
@@ -117,7 +121,13 @@ void Schedule::Impl::run_inline(PhaseGraph& g, PhaseRun& r, World& w, float dt, 
             continue;
         }
         try {
-            run_one(*g.order[k], w, r.ticks[k], dt, measure);
+            SystemEntry& s = *g.order[k];
+            if (!measure && !s.takes_world) {  // run_one's common case, inline
+                const detail::SystemRun run{&w, &s.commands, dt, r.ticks[k], s.last_tick, false};
+                s.system->run(run);
+            } else {
+                run_one(s, w, r.ticks[k], dt, measure);
+            }
         } catch (...) {
             r.errors[k] = std::current_exception();
             for (const std::uint32_t s : g.successors[k]) r.skipped[s] = 1;
@@ -267,7 +277,7 @@ std::exception_ptr Schedule::Impl::sync(SystemEntry& s, World& w, bool ok) noexc
             s.commands.apply(w, on_dead::skip);
             skipped += s.commands.skipped();
         }
-        s.system->sync(w);
+        if (s.system->syncs) s.system->sync(w);
     } catch (...) {
         // An observer (or a command) threw while its commands were applied: what was applied
         // stands, the rest of its commands and its events are dropped, as for a failed system.
@@ -316,26 +326,28 @@ void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_a
     PhaseGraph& g = phases[p];
     const std::size_t n = g.order.size();
     if (n == 0) return;
-    for (SystemEntry* s : g.order) {
-        if (s->active) prepare(*s, w);
+    for (SystemEntry* s : g.order) {  // the check of Impl::prepare, inline: the common case
+        if (s->active && (s->prepared_on != &w || s->system->prepare_always)) prepare(*s, w);
     }
-    for (SystemEntry* s : g.order) {
-        if (s->active) check_resources(*s, w, "Schedule::run");
-    }
+    // Resources are checked (all of them, before anything runs) while the ticks are assigned.
     PhaseRun& r = g.run;
-    std::fill(r.skipped.begin(), r.skipped.end(), 0);
-    std::fill(r.errors.begin(), r.errors.end(), nullptr);
     detail::Storage& storage = w.storage();
     const std::uint64_t base = storage.tick();
     std::uint64_t next = base;
     std::uint64_t work = 0;
     std::size_t active = 0;
     for (std::size_t k = 0; k < n; ++k) {
-        const SystemEntry& s = *g.order[k];
+        SystemEntry& s = *g.order[k];
         r.ticks[k] = s.active ? ++next : 0;
         if (!s.active) continue;
+        if (!s.access.resources.empty()) check_resources(s, w, "Schedule::run");
         work += s.duration_ns;
         ++active;
+    }
+    std::fill(r.skipped.begin(), r.skipped.end(), 0);
+    if (r.had_errors) {
+        std::fill(r.errors.begin(), r.errors.end(), nullptr);
+        r.had_errors = false;
     }
     if (active == 0) {  // nothing runs: the phase still takes its tick, as a run would
         storage.set_tick(next + 1);
@@ -380,6 +392,10 @@ void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_a
         SystemEntry& s = *g.order[k];
         const bool ran = r.ticks[k] != 0 && !r.skipped[k];
         const bool ok = ran && !r.errors[k];
+        if (ok && s.commands.size() == 0 && !s.system->syncs) {
+            s.last_tick = r.ticks[k];  // nothing to apply: the common case, inline
+            continue;
+        }
         if (ran) {
             if (std::exception_ptr e = sync(s, w, ok); e && !sync_error) {
                 sync_error = std::move(e);
@@ -389,6 +405,7 @@ void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_a
         if (ok) s.last_tick = r.ticks[k];
         if (r.errors[k] && (failed == n || k < failed)) failed = k;
     }
+    r.had_errors = failed != n;
     // A system that threw is reported first (it failed before any sync point work).
     const char* phase = phase_name(static_cast<Phase>(p));
     if (failed != n) {

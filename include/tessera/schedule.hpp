@@ -309,6 +309,8 @@ public:
         : inner_(Call{nullptr}), object_(std::forward<CArgs>(args)...) {
         inner_.fn_.self = &object_;
         access = inner_.access;
+        prepare_always = inner_.prepare_always;
+        syncs = inner_.syncs;
     }
     void prepare(World& w) override { inner_.prepare(w); }
     void run(const SystemRun& r) override { inner_.run(r); }

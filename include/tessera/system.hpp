@@ -113,7 +113,9 @@ struct SystemRun {
 /// `State` (kept per system), `access(Access&)`, `prepare(State&, World&)` (main thread, at
 /// the start of each phase the system is in), `get(State&, const SystemRun&)`, `done(State&)`
 /// (after the call, even when it threw), `sync(State&, World&)` (at the sync point) and
-/// `drop(State&)` (the system failed: discard what it recorded).
+/// `drop(State&)` (the system failed: discard what it recorded); `prepare_always` (false: a
+/// `prepare` for the world the system was last prepared for does nothing, so the schedule may
+/// skip it) and `syncs` (false: `sync` does nothing).
 template <class P>
 struct param {
     static_assert(sizeof(P) == 0,
@@ -123,6 +125,8 @@ struct param {
 
 /// Defaults for parameters without state or sync work.
 struct stateless_param {
+    static constexpr bool prepare_always = false;
+    static constexpr bool syncs = false;
     struct State {};
     static void prepare(State&, World&) {}
     static void done(State&) noexcept {}
@@ -416,6 +420,8 @@ struct param<View<Args...>> {
     using Q = typename V::query_type;
     using split = split_view<type_list<>, type_list<>, Args...>;
     using acc = view_access<typename split::terms, typename split::filters>;
+    static constexpr bool prepare_always = false;
+    static constexpr bool syncs = false;
     struct State {
         World* world = nullptr;
         std::optional<Q> query;
@@ -462,6 +468,8 @@ struct param<Commands> : stateless_param {
 
 template <class T>
 struct param<EventWriter<T>> {
+    static constexpr bool prepare_always = true;  // the queue may have been removed
+    static constexpr bool syncs = true;
     struct State {
         std::vector<T> pending;
     };
@@ -481,6 +489,8 @@ struct param<EventWriter<T>> {
 
 template <class T>
 struct param<EventReader<T>> {
+    static constexpr bool prepare_always = true;  // the queue may have been replaced
+    static constexpr bool syncs = false;
     struct State {
         World* world = nullptr;
         Events<T>* events = nullptr;
@@ -559,6 +569,10 @@ public:
     virtual void destroy(World&) {}
 
     Access access;
+    /// Some parameter must be prepared at every phase, even for the same world (event queues).
+    bool prepare_always = false;
+    /// Some parameter has sync point work besides the commands (event writers).
+    bool syncs = false;
 };
 
 /// A system made of a callable and its deduced parameters.
@@ -567,6 +581,8 @@ class FunctionSystem : public SystemBase {
 public:
     explicit FunctionSystem(F fn) : fn_(std::move(fn)) {
         (param<param_type_t<A>>::access(access), ...);
+        prepare_always = (param<param_type_t<A>>::prepare_always || ...);
+        syncs = (param<param_type_t<A>>::syncs || ...);
     }
     void prepare(World& w) override {
         std::apply([&](auto&... s) { (param<param_type_t<A>>::prepare(s, w), ...); }, states_);
