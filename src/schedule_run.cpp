@@ -292,6 +292,7 @@ std::exception_ptr Schedule::Impl::sync(SystemEntry& s, World& w, bool ok) noexc
 bool Schedule::Impl::choose_parallel(PhaseGraph& g, std::size_t active, std::uint64_t work,
                                      int workers) noexcept {
     const std::size_t n = g.order.size();
+    g.probing = false;
     if (workers < 2 || active < 2 || g.layers >= n) return false;  // nothing can overlap
     if (threshold) return work >= static_cast<std::uint64_t>(threshold->count());
     if (work == 0) return false;  // nothing measured yet: this inline run measures
@@ -308,8 +309,7 @@ bool Schedule::Impl::choose_parallel(PhaseGraph& g, std::size_t active, std::uin
     }
     const std::uint64_t bound = std::max(longest, work / static_cast<std::uint64_t>(workers));
     if (bound * 20 >= work * 19) return false;  // at most 5% to gain: not worth the tasks
-    g.probing = false;
-    if (g.parallel_ns == 0) return true;  // never tried: measure it
+    if (g.parallel_ns == 0) return true;        // never tried: measure it
     if (g.inline_ns == 0) return false;
     const bool faster = g.parallel_ns < g.inline_ns;
     if (++g.since_probe >= g.probe_every) {  // try the other way now and then
