@@ -27,7 +27,7 @@ constexpr std::size_t phase_count = 4;  // start, pre_update, update, post_updat
 /// A phase that chose one way (inline or parallel) tries the other after this many runs; each
 /// try that confirms the choice doubles the wait, up to `probe_period_max` runs.
 constexpr std::uint32_t probe_period = 32;
-constexpr std::uint32_t probe_period_max = 1024;
+constexpr std::uint32_t probe_period_max = 256;
 constexpr std::size_t history_size = 128;  // runs kept per system for Schedule::stats
 
 struct SystemEntry {
