@@ -48,11 +48,9 @@ struct SystemEntry {
     std::uint64_t last_tick = 0;   ///< the tick of its previous run
     CommandBuffer commands;
     std::uint64_t duration_ns = 0;  ///< its last run, when measured
-    /// The last `history_size` measured run times (ns), a ring; `runs` counts every measured run.
-    std::array<std::uint64_t, history_size> history{};
-    std::uint64_t runs = 0;
-    std::size_t position = 0;  ///< in its phase's deterministic order
-    bool takes_world = false;  ///< it has a World& parameter (exclusive or declared)
+    std::uint64_t runs = 0;         ///< every measured run (see `history`)
+    std::size_t position = 0;       ///< in its phase's deterministic order
+    bool takes_world = false;       ///< it has a World& parameter (exclusive or declared)
     /// A World& parameter with declared access: it shares the world with the systems running
     /// beside it, so its world reads and writes carry its tick through detail::thread_system.
     bool shared_world = false;
@@ -60,6 +58,10 @@ struct SystemEntry {
     /// The access the schedule uses: deduced, plus what was declared; a `World&` system with
     /// declared access is trusted not to need exclusivity.
     detail::Access access;
+
+    /// The last `history_size` measured run times (ns), a ring; `runs` counts every measured
+    /// run. Last, so that the fields a run reads share fewer cache lines.
+    std::array<std::uint64_t, history_size> history{};
 };
 
 /// What one phase run produced, per position.
