@@ -26,7 +26,7 @@ namespace detail {
 constexpr std::size_t phase_count = 4;  // start, pre_update, update, post_update
 /// A phase that chose one way (inline or parallel) tries the other after this many runs; each
 /// try that confirms the choice doubles the wait, up to `probe_period_max` runs.
-constexpr std::uint32_t probe_period = 32;
+constexpr std::uint32_t probe_period = 4;
 constexpr std::uint32_t probe_period_max = 256;
 constexpr std::size_t history_size = 128;  // runs kept per system for Schedule::stats
 
@@ -95,6 +95,9 @@ struct PhaseGraph {
     std::uint64_t parallel_ns = 0;
     std::uint32_t since_probe = 0;  ///< runs since the way not chosen was last tried
     std::uint32_t probe_every = probe_period;
+    /// Parallel runs measured so far, up to 2: the first (the arena's threads starting, caches
+    /// cold) is not taken as the figure, the second replaces it.
+    std::uint8_t parallel_samples = 0;
     bool probing = false;     ///< this run tries the way not chosen
     bool probe_from = false;  ///< ... and parallel was the faster before it
 };

@@ -309,7 +309,7 @@ bool Schedule::Impl::choose_parallel(PhaseGraph& g, std::size_t active, std::uin
     }
     const std::uint64_t bound = std::max(longest, work / static_cast<std::uint64_t>(workers));
     if (bound * 20 >= work * 19) return false;  // at most 5% to gain: not worth the tasks
-    if (g.parallel_ns == 0) return true;        // never tried: measure it
+    if (g.parallel_samples < 2) return true;    // not measured twice yet: measure it
     if (g.inline_ns == 0) return false;
     const bool faster = g.parallel_ns < g.inline_ns;
     if (++g.since_probe >= g.probe_every) {  // try the other way now and then
@@ -371,17 +371,24 @@ void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_a
             static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                            std::chrono::steady_clock::now() - start)
                                            .count());
-        std::uint64_t& smoothed = parallel ? g.parallel_ns : g.inline_ns;
-        // A first measurement or a try of the way not chosen replaces the old figure (which may
-        // be from long ago); the chosen way's runs are smoothed.
-        smoothed = smoothed == 0 || g.probing ? std::max<std::uint64_t>(ns, 1)
-                                              : (3 * smoothed + ns) / 4 + 1;
-        if (g.probing) {  // a try that confirms the choice waits twice as long for the next
-            const bool flipped = (g.parallel_ns < g.inline_ns) != g.probe_from;
-            g.probe_every = flipped ? detail::probe_period
-                                    : std::min(2 * g.probe_every, detail::probe_period_max);
-            g.probing = false;
+        if (parallel && g.parallel_samples < 2) {
+            // The first parallel runs start the arena's threads on cold caches: the second
+            // one's figure is the one kept.
+            ++g.parallel_samples;
+            g.parallel_ns = std::max<std::uint64_t>(ns, 1);
+        } else {
+            std::uint64_t& smoothed = parallel ? g.parallel_ns : g.inline_ns;
+            // A first measurement or a try of the way not chosen replaces the old figure (which
+            // may be from long ago); the chosen way's runs are smoothed.
+            smoothed = smoothed == 0 || g.probing ? std::max<std::uint64_t>(ns, 1)
+                                                  : (3 * smoothed + ns) / 4 + 1;
+            if (g.probing) {  // a try that confirms the choice waits twice as long for the next
+                const bool flipped = (g.parallel_ns < g.inline_ns) != g.probe_from;
+                g.probe_every = flipped ? detail::probe_period
+                                        : std::min(2 * g.probe_every, detail::probe_period_max);
+            }
         }
+        g.probing = false;
     }
     // Sync point: the phase's writes are all stamped at most `next`; what follows is newer.
     storage.set_tick(next + 1);

@@ -260,7 +260,7 @@ public:
     /// (`std::nullopt`) it decides from measured times: each phase keeps the wall time of its
     /// recent inline runs and of its recent parallel runs (every system run and every phase run
     /// is timed while there are two or more workers) and takes the faster, trying the other way
-    /// again after 32 runs of the phase (then less often, up to every 256 runs, while the other
+    /// again after 4 runs of the phase (then less often, up to every 256 runs, while the other
     /// way keeps losing) so that the choice follows the workload; a phase whose
     /// graph leaves nothing to overlap, or whose measured system times say parallel could not
     /// win (its critical path is nearly its total), stays inline. A fixed `threshold` replaces
