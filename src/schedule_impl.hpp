@@ -98,8 +98,10 @@ struct PhaseGraph {
     /// Parallel runs measured so far, up to 2: the first (the arena's threads starting, caches
     /// cold) is not taken as the figure, the second replaces it.
     std::uint8_t parallel_samples = 0;
-    bool probing = false;     ///< this run tries the way not chosen
-    bool probe_from = false;  ///< ... and parallel was the faster before it
+    bool probing = false;         ///< this run tries the way not chosen
+    bool probe_first = false;     ///< ... and is the first of the try's two runs
+    std::uint8_t probe_runs = 0;  ///< runs of the try still to come after this one
+    bool probe_from = false;      ///< ... and parallel was the faster before it
 };
 
 /// Throws `system_failed` with `context` and the original's message, the original nested.

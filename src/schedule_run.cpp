@@ -311,10 +311,17 @@ bool Schedule::Impl::choose_parallel(PhaseGraph& g, std::size_t active, std::uin
     if (bound * 20 >= work * 19) return false;  // at most 5% to gain: not worth the tasks
     if (g.parallel_samples < 2) return true;    // not measured twice yet: measure it
     if (g.inline_ns == 0) return false;
+    if (g.probe_runs != 0) {  // the second run of a try of the other way
+        --g.probe_runs;
+        g.probing = true;
+        return !g.probe_from;
+    }
     const bool faster = g.parallel_ns < g.inline_ns;
-    if (++g.since_probe >= g.probe_every) {  // try the other way now and then
+    if (++g.since_probe >= g.probe_every) {  // try the other way now and then, two runs
         g.since_probe = 0;
         g.probing = true;
+        g.probe_first = true;
+        g.probe_runs = 1;
         g.probe_from = faster;
         return !faster;
     }
@@ -377,12 +384,17 @@ void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_a
             ++g.parallel_samples;
             g.parallel_ns = std::max<std::uint64_t>(ns, 1);
         } else {
-            std::uint64_t& smoothed = parallel ? g.parallel_ns : g.inline_ns;
-            // A first measurement or a try of the way not chosen replaces the old figure (which
-            // may be from long ago); the chosen way's runs are smoothed.
-            smoothed = smoothed == 0 || g.probing ? std::max<std::uint64_t>(ns, 1)
-                                                  : (3 * smoothed + ns) / 4 + 1;
-            if (g.probing) {  // a try that confirms the choice waits twice as long for the next
+            // Each way's figure is a minimum that forgets slowly (1/16 per run): a run slowed by
+            // another process (steal on a VM) does not count against the way it ran. A try of
+            // the way not chosen (two runs) replaces its old figure, which may be from long ago.
+            std::uint64_t& figure = parallel ? g.parallel_ns : g.inline_ns;
+            const std::uint64_t sample = std::max<std::uint64_t>(ns, 1);
+            if (figure == 0 || (g.probing && g.probe_first))
+                figure = sample;
+            else
+                figure = std::min(g.probing ? figure : figure + figure / 16 + 1, sample);
+            g.probe_first = false;
+            if (g.probing && g.probe_runs == 0) {  // a try that confirms the choice waits
                 const bool flipped = (g.parallel_ns < g.inline_ns) != g.probe_from;
                 g.probe_every = flipped ? detail::probe_period
                                         : std::min(2 * g.probe_every, detail::probe_period_max);
