@@ -44,7 +44,7 @@ BENCH_WARM_JSON := $(BENCH_DIR)/bench/results-warm.json
 # standard size is smaller. Fewer repetitions and a shorter minimum time than the standard run.
 BENCH_SWEEP ?= 1000 10000 100000
 BENCH_SWEEP_ARGS ?= --benchmark_repetitions=3 --benchmark_min_time=0.2
-BENCH_SWEEP_FILTER := ^(create|create_batch|destroy|add_remove|add_one|remove_add|get_seq|get_random|iter_simple|schedule|propagate|clone|snapshot_binary|memory)/
+BENCH_SWEEP_FILTER := ^(create|create_batch|destroy|add_remove|add_one|remove_add|get_seq|get_random|iter_simple|schedule|game_frame|propagate|clone|snapshot_binary|memory)/
 BENCH_SWEEP_1M_FILTER := ^(add_remove|schedule|propagate)/
 # Debian's Python: the plots need its python3-matplotlib (a python3 earlier on PATH may lack it).
 PYTHON ?= /usr/bin/python3

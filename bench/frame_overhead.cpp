@@ -4,8 +4,9 @@
 // `Schedule::run(world, arena)` on an empty world. Item = one system run (20 per frame).
 //
 // Variants: `tessera` = a `tbb::task_arena(1)`; `tessera_par` = a `tbb::task_arena(2)` with the
-// schedule's default parallel threshold (these systems take far less than 50 µs per phase, so
-// the phase runs inline, and the figure includes the cost of measuring the systems to decide
+// schedule's default, automatic parallel choice (these systems take far less than scheduling
+// tasks costs, so after one parallel try the phase runs inline, trying parallel again ever more
+// rarely, and the figure includes the cost of timing the systems and the phase to decide
 // that); `tessera_par_always` = the same with the threshold at zero, so the 20 systems really
 // spread over both workers (the cost of the parallel path per system). Raw baseline: the same
 // 20 callables called in turn through `std::function<void()>` (one indirect call each): a

@@ -7,10 +7,11 @@
 //
 // Variants: `tessera` = `Schedule::run(world, arena)` on a `tbb::task_arena(1)` (every system
 // inline on the calling thread); `tessera_par` = the same on a `tbb::task_arena(2)` with the
-// schedule's default parallel threshold (50 µs of measured system time per phase), judged by
-// its speedup over `tessera` in the same run (BENCHMARKS.md); `tessera_par_always` = the same
-// with the threshold at zero, so the phase always runs on both workers (what the parallel path
-// gives when the frame is shorter than the threshold). Raw baseline: the same three swap loops
+// schedule's default, automatic choice between inline and parallel phases (from measured
+// phase times: docs/systems.md), judged by its speedup over `tessera` in the same run
+// (BENCHMARKS.md); `tessera_par_always` = the same with the threshold at zero, so the phase
+// always runs on both workers (what the parallel path gives, without the occasional inline
+// run the automatic choice makes to keep measuring). Raw baseline: the same three swap loops
 // over plain arrays, one table of arrays per entity set, single-threaded.
 //
 // Note on the ceiling: with 2 workers the best split is `ab` on one worker and `cd` then `ce` on
@@ -151,8 +152,8 @@ void schedule_raw(benchmark::State& state) {
     set_items(state, kSets * set_n);
 }
 
-/// The tessera variants: the suite's schedule run on an arena of `workers` threads; `always`
-/// sets the parallel threshold to zero (every phase with two or more systems runs on the
+/// The tessera variants: the suite's schedule run on an arena of `workers` threads (the
+/// automatic parallel choice); `always` sets the parallel threshold to zero (every phase with two or more systems runs on the
 /// workers, however short).
 void schedule_run(benchmark::State& state, int workers, bool always = false) {
     const std::size_t set_n = set_count();

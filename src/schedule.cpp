@@ -102,13 +102,34 @@ SystemConfig Schedule::add_system(std::string name, std::unique_ptr<detail::Syst
 }
 
 void Schedule::run(World& world, float dt) {
+    run_group(world, nullptr, dt, {});
+}
+
+void Schedule::run(World& world, float dt, std::string_view group) {
+    run_group(world, nullptr, dt, group);
+}
+
+void Schedule::run(World& world, tbb::task_arena& arena, float dt) {
+    run_group(world, &arena, dt, {});
+}
+
+void Schedule::run(World& world, tbb::task_arena& arena, float dt, std::string_view group) {
+    run_group(world, &arena, dt, group);
+}
+
+void Schedule::run_group(World& world, tbb::task_arena* given, float dt, std::string_view group) {
+    if (given != nullptr) {
+        if (!given->is_active()) given->initialize();
+        impl_->run(world, given->max_concurrency(), given, dt, group);
+        return;
+    }
     if (impl_->workers == 1) {
         const SerialScope serial(world, true);
-        impl_->run(world, 1, nullptr, dt);
+        impl_->run(world, 1, nullptr, dt, group);
         return;
     }
     if (tbb::task_arena* arena = impl_->own_arena()) {
-        impl_->run(world, static_cast<int>(impl_->workers), arena, dt);
+        impl_->run(world, static_cast<int>(impl_->workers), arena, dt, group);
         return;
     }
 #ifdef TESSERA_TSAN
@@ -116,12 +137,7 @@ void Schedule::run(World& world, float dt) {
 #else
     const int workers = tbb::this_task_arena::max_concurrency();
 #endif
-    impl_->run(world, workers, nullptr, dt);
-}
-
-void Schedule::run(World& world, tbb::task_arena& arena, float dt) {
-    if (!arena.is_active()) arena.initialize();
-    impl_->run(world, arena.max_concurrency(), &arena, dt);
+    impl_->run(world, workers, nullptr, dt, group);
 }
 
 void Schedule::run_system(std::string_view name, World& world, float dt) {
@@ -196,7 +212,7 @@ std::size_t Schedule::skipped_commands() const noexcept {
     return impl_->skipped;
 }
 
-void Schedule::set_parallel_threshold(std::chrono::nanoseconds threshold) noexcept {
+void Schedule::set_parallel_threshold(std::optional<std::chrono::nanoseconds> threshold) noexcept {
     impl_->threshold = threshold;
 }
 
@@ -282,6 +298,11 @@ SystemConfig& SystemConfig::before(std::string_view name) {
 SystemConfig& SystemConfig::after(std::string_view name) {
     entry(*schedule_->impl_, index_).after.emplace_back(name);
     schedule_->impl_->dirty = true;
+    return *this;
+}
+
+SystemConfig& SystemConfig::group(std::string_view name) {
+    entry(*schedule_->impl_, index_).group = std::string(name);
     return *this;
 }
 

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <string>
-#include <typeindex>
 #include <vector>
 
 namespace tessera {
@@ -13,10 +12,6 @@ using detail::PhaseGraph;
 using detail::SystemEntry;
 
 namespace {
-
-bool always_present(const World&) noexcept {
-    return true;
-}
 
 bool contains_id(const std::vector<ComponentId>& v, ComponentId id) {
     return std::find(v.begin(), v.end(), id) != v.end();
@@ -49,14 +44,13 @@ void Schedule::Impl::build() {
     for (auto& s : systems) {
         s->access = s->system->access;
         s->takes_world = s->access.exclusive;
+        s->shared_world = s->takes_world && s->declared;
         if (s->declared) {
-            s->access.exclusive = false;  // trusted: the declaration replaces World&'s claim
-            if (s->takes_world) {
-                // Its direct writes go through the world, stamped with the world's tick, which
-                // it sets to its own while it runs: two such systems never overlap.
-                s->access.resources.push_back(
-                    {std::type_index(typeid(World)), "World (its tick)", &always_present, true});
-            }
+            // Trusted: the declaration replaces World&'s claim. Its writes through the world
+            // carry its own tick on its own thread (detail::thread_system), so it shares no
+            // write with another declared World& system: the two overlap unless their declared
+            // access conflicts.
+            s->access.exclusive = false;
             s->access.reads.insert(s->access.reads.end(), s->declared_reads.begin(),
                                    s->declared_reads.end());
             s->access.writes.insert(s->access.writes.end(), s->declared_writes.begin(),
@@ -185,6 +179,11 @@ void Schedule::Impl::build_phase(std::size_t p) {
     g.remaining = std::make_unique<std::atomic<std::uint32_t>[]>(n);
     g.skipped = std::make_unique<std::atomic<std::uint8_t>[]>(n);
     g.pending.assign(n, 0);
+    g.finish.assign(n, 0);
+    for (std::size_t i = 0; i < n; ++i) {  // members are in registration order
+        g.sync_order.push_back(static_cast<std::uint32_t>(position[i]));
+        if (members[i]->access.exclusive) g.has_exclusive = true;
+    }
     std::vector<std::size_t> layer(n, 0);
     for (std::size_t a = 0; a < n; ++a) {
         for (const std::uint32_t b : g.successors[a]) layer[b] = std::max(layer[b], layer[a] + 1);

@@ -12,6 +12,7 @@
 #include <exception>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 
 namespace tessera {
@@ -40,12 +41,26 @@ void detail::throw_system_failed(const std::string& context, const std::exceptio
     }
 }
 
+void detail::throw_status(const Status& status) {
+    throw Error(status.code(), status.message());
+}
+
 void Schedule::Impl::prepare(SystemEntry& s, World& w) {
+    // Prepared for this world already: only event parameters need it again (their queue may
+    // have been removed or replaced since).
+    if (s.prepared_on == &w && !s.system->prepare_always) return;
     if (s.created_on == nullptr) {
         s.system->create(w);
         s.created_on = &w;
     }
     s.system->prepare(w);
+    if (s.shared_world) {
+        // Recorded here, on the thread that owns the world: its queries, on a worker, then
+        // only read the world's component table.
+        for (const ComponentId id : s.declared_reads) w.storage().ensure_component(id);
+        for (const ComponentId id : s.declared_writes) w.storage().ensure_component(id);
+    }
+    s.prepared_on = &w;
 }
 
 void Schedule::Impl::check_resources(SystemEntry& s, const World& w, const char* op) const {
@@ -63,11 +78,20 @@ void Schedule::Impl::run_one(SystemEntry& s, World& w, std::uint64_t tick, float
     const detail::SystemRun run{&w, &s.commands, dt, tick, s.last_tick, s.access.exclusive};
     const auto start =
         measure ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    if (s.takes_world) {
-        // Its direct writes and immediate changes carry its own tick (it runs alone, or with
-        // systems that never touch the world's tick: a declared World& system; two of those
-        // conflict through their "World (its tick)" pseudo-resource). Only World& systems read
-        // or write the tick here, so a parallel phase has no race on it.
+    if (s.shared_world) {
+        // A declared World& system shares the world with the systems beside it: on this thread
+        // the world's tick reads as its own (its writes are stamped with it), and its queries
+        // neither defer the world nor advance its tick. Nothing shared is written.
+        const detail::ThreadSystem saved = detail::thread_system;
+        detail::thread_system = {&storage, tick};
+        struct Restore {
+            detail::ThreadSystem saved;
+            ~Restore() { detail::thread_system = saved; }
+        } restore{saved};
+        s.system->run(run);
+    } else if (s.takes_world) {
+        // An exclusive World& system runs alone on the calling thread: its direct writes and
+        // immediate changes carry its own tick, set as the world's while it runs.
         const std::uint64_t world_tick = storage.tick();
         storage.set_tick(tick);
         struct Restore {
@@ -97,7 +121,13 @@ void Schedule::Impl::run_inline(PhaseGraph& g, PhaseRun& r, World& w, float dt, 
             continue;
         }
         try {
-            run_one(*g.order[k], w, r.ticks[k], dt, measure);
+            SystemEntry& s = *g.order[k];
+            if (!measure && !s.takes_world) {  // run_one's common case, inline
+                const detail::SystemRun run{&w, &s.commands, dt, r.ticks[k], s.last_tick, false};
+                s.system->run(run);
+            } else {
+                run_one(s, w, r.ticks[k], dt, measure);
+            }
         } catch (...) {
             r.errors[k] = std::current_exception();
             for (const std::uint32_t s : g.successors[k]) r.skipped[s] = 1;
@@ -247,7 +277,7 @@ std::exception_ptr Schedule::Impl::sync(SystemEntry& s, World& w, bool ok) noexc
             s.commands.apply(w, on_dead::skip);
             skipped += s.commands.skipped();
         }
-        s.system->sync(w);
+        if (s.system->syncs) s.system->sync(w);
     } catch (...) {
         // An observer (or a command) threw while its commands were applied: what was applied
         // stands, the rest of its commands and its events are dropped, as for a failed system.
@@ -259,35 +289,82 @@ std::exception_ptr Schedule::Impl::sync(SystemEntry& s, World& w, bool ok) noexc
     return nullptr;
 }
 
+bool Schedule::Impl::choose_parallel(PhaseGraph& g, std::size_t active, std::uint64_t work,
+                                     int workers) noexcept {
+    const std::size_t n = g.order.size();
+    g.probing = false;
+    if (workers < 2 || active < 2 || g.layers >= n) return false;  // nothing can overlap
+    if (threshold) return work >= static_cast<std::uint64_t>(threshold->count());
+    if (work == 0) return false;  // nothing measured yet: this inline run measures
+    // The measured critical path (positions are a topological order of the graph): parallel
+    // can take no less than it, nor less than the work shared by the workers.
+    std::uint64_t longest = 0;
+    std::fill(g.finish.begin(), g.finish.end(), 0);
+    for (std::size_t k = 0; k < n; ++k) {
+        const SystemEntry& s = *g.order[k];
+        const std::uint64_t end = g.finish[k] + (s.active ? s.duration_ns : 0);
+        longest = std::max(longest, end);
+        for (const std::uint32_t next : g.successors[k])
+            g.finish[next] = std::max(g.finish[next], end);
+    }
+    const std::uint64_t bound = std::max(longest, work / static_cast<std::uint64_t>(workers));
+    if (bound * 20 >= work * 19) return false;  // at most 5% to gain: not worth the tasks
+    if (g.parallel_samples < 2) return true;    // not measured twice yet: measure it
+    if (g.inline_ns == 0) return false;
+    if (g.probe_runs != 0) {  // the second run of a try of the other way
+        --g.probe_runs;
+        g.probing = true;
+        return !g.probe_from;
+    }
+    const bool faster = g.parallel_ns < g.inline_ns;
+    if (++g.since_probe >= g.probe_every) {  // try the other way now and then, two runs
+        g.since_probe = 0;
+        g.probing = true;
+        g.probe_first = true;
+        g.probe_runs = 1;
+        g.probe_from = faster;
+        return !faster;
+    }
+    return faster;
+}
+
 void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_arena* arena,
                                float dt) {
     PhaseGraph& g = phases[p];
     const std::size_t n = g.order.size();
     if (n == 0) return;
-    for (SystemEntry* s : g.order) {
-        if (s->enabled) prepare(*s, w);
+    for (SystemEntry* s : g.order) {  // the check of Impl::prepare, inline: the common case
+        if (s->active && (s->prepared_on != &w || s->system->prepare_always)) prepare(*s, w);
     }
-    for (SystemEntry* s : g.order) {
-        if (s->enabled) check_resources(*s, w, "Schedule::run");
-    }
+    // Resources are checked (all of them, before anything runs) while the ticks are assigned.
     PhaseRun& r = g.run;
-    std::fill(r.ticks.begin(), r.ticks.end(), 0);
-    std::fill(r.skipped.begin(), r.skipped.end(), 0);
-    std::fill(r.errors.begin(), r.errors.end(), nullptr);
     detail::Storage& storage = w.storage();
     const std::uint64_t base = storage.tick();
     std::uint64_t next = base;
     std::uint64_t work = 0;
-    std::size_t enabled = 0;
+    std::size_t active = 0;
     for (std::size_t k = 0; k < n; ++k) {
-        if (!g.order[k]->enabled) continue;
-        r.ticks[k] = ++next;
-        work += g.order[k]->duration_ns;
-        ++enabled;
+        SystemEntry& s = *g.order[k];
+        r.ticks[k] = s.active ? ++next : 0;
+        if (!s.active) continue;
+        if (!s.access.resources.empty()) check_resources(s, w, "Schedule::run");
+        work += s.duration_ns;
+        ++active;
     }
-    const bool parallel = workers > 1 && enabled > 1 && g.layers < n &&
-                          work >= static_cast<std::uint64_t>(threshold.count());
-    const bool measure = workers > 1 || profiling;
+    std::fill(r.skipped.begin(), r.skipped.end(), 0);
+    if (r.had_errors) {
+        std::fill(r.errors.begin(), r.errors.end(), nullptr);
+        r.had_errors = false;
+    }
+    if (active == 0) {  // nothing runs: the phase still takes its tick, as a run would
+        storage.set_tick(next + 1);
+        return;
+    }
+    const bool parallel = choose_parallel(g, active, work, workers);
+    const bool timed = workers > 1;  // the automatic choice measures both ways
+    const bool measure = timed || profiling;
+    const auto start =
+        timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     if (parallel) {
         run_parallel(g, r, w, dt, workers, arena);
     } else if (arena != nullptr) {
@@ -296,25 +373,58 @@ void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_a
     } else {
         run_inline(g, r, w, dt, measure);
     }
+    if (timed) {
+        const auto ns =
+            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::steady_clock::now() - start)
+                                           .count());
+        if (parallel && g.parallel_samples < 2) {
+            // The first parallel runs start the arena's threads on cold caches: the second
+            // one's figure is the one kept.
+            ++g.parallel_samples;
+            g.parallel_ns = std::max<std::uint64_t>(ns, 1);
+        } else {
+            // Each way's figure is a minimum that forgets slowly (1/16 per run): a run slowed by
+            // another process (steal on a VM) does not count against the way it ran. A try of
+            // the way not chosen (two runs) replaces its old figure, which may be from long ago.
+            std::uint64_t& figure = parallel ? g.parallel_ns : g.inline_ns;
+            const std::uint64_t sample = std::max<std::uint64_t>(ns, 1);
+            if (figure == 0 || (g.probing && g.probe_first))
+                figure = sample;
+            else
+                figure = std::min(g.probing ? figure : figure + figure / 16 + 1, sample);
+            g.probe_first = false;
+            if (g.probing && g.probe_runs == 0) {  // a try that confirms the choice waits
+                const bool flipped = (g.parallel_ns < g.inline_ns) != g.probe_from;
+                g.probe_every = flipped ? detail::probe_period
+                                        : std::min(2 * g.probe_every, detail::probe_period_max);
+            }
+        }
+        g.probing = false;
+    }
     // Sync point: the phase's writes are all stamped at most `next`; what follows is newer.
     storage.set_tick(next + 1);
     std::size_t failed = n;
     const SystemEntry* sync_failed = nullptr;  // the first whose commands failed to apply
     std::exception_ptr sync_error;
-    for (const auto& s : systems) {  // registration order
-        if (s->phase != static_cast<Phase>(p)) continue;
-        const std::size_t k = s->position;
+    for (const std::uint32_t k : g.sync_order) {  // registration order
+        SystemEntry& s = *g.order[k];
         const bool ran = r.ticks[k] != 0 && !r.skipped[k];
         const bool ok = ran && !r.errors[k];
+        if (ok && s.commands.size() == 0 && !s.system->syncs) {
+            s.last_tick = r.ticks[k];  // nothing to apply: the common case, inline
+            continue;
+        }
         if (ran) {
-            if (std::exception_ptr e = sync(*s, w, ok); e && !sync_error) {
+            if (std::exception_ptr e = sync(s, w, ok); e && !sync_error) {
                 sync_error = std::move(e);
-                sync_failed = s.get();
+                sync_failed = &s;
             }
         }
-        if (ok) s->last_tick = r.ticks[k];
+        if (ok) s.last_tick = r.ticks[k];
         if (r.errors[k] && (failed == n || k < failed)) failed = k;
     }
+    r.had_errors = failed != n;
     // A system that threw is reported first (it failed before any sync point work).
     const char* phase = phase_name(static_cast<Phase>(p));
     if (failed != n) {
@@ -329,7 +439,8 @@ void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_a
     }
 }
 
-void Schedule::Impl::run(World& w, int workers, tbb::task_arena* arena, float dt) {
+void Schedule::Impl::run(World& w, int workers, tbb::task_arena* arena, float dt,
+                         std::string_view group) {
     build();
     // A frame takes at most a tick per system and one per phase: refuse it, before anything
     // runs, when that would take the world tick past World::max_tick.
@@ -337,21 +448,31 @@ void Schedule::Impl::run(World& w, int workers, tbb::task_arena* arena, float dt
         throw Error(errc::limit_exceeded,
                     "Schedule::run: the world tick is too close to World::max_tick for a frame");
     }
+    bool known = group.empty();
+    for (const auto& s : systems) {
+        const bool member = s->group == group;
+        known = known || member;
+        s->active = member && s->enabled;
+    }
+    if (!known) {
+        throw Error(errc::unknown_system,
+                    "Schedule::run: no system is in group '" + std::string(group) + "'");
+    }
     skipped = 0;
     struct EndFrame {  // the frame ends with the event queues' update, failure or not
         World& w;
         ~EndFrame() { w.update_events(); }
     } end{w};
-    if (!started) {
+    if (std::find(started.begin(), started.end(), group) == started.end()) {
         try {
             run_phase(static_cast<std::size_t>(Phase::start), w, workers, arena, dt);
         } catch (const Error& e) {
             // A missing resource stops the phase before any of its systems ran: try again on
             // the next run. Any other failure happened while it ran: it ran.
-            if (e.code() != errc::missing_resource) started = true;
+            if (e.code() != errc::missing_resource) started.emplace_back(group);
             throw;
         }
-        started = true;
+        started.emplace_back(group);
     }
     for (const Phase p : {Phase::pre_update, Phase::update, Phase::post_update})
         run_phase(static_cast<std::size_t>(p), w, workers, arena, dt);

@@ -131,8 +131,12 @@ public:
     }
     [[nodiscard]] bool in_system() const noexcept { return system_; }
     /// Whether a run defers the world's structural changes (and marks it parallel in par_each):
-    /// always, except for a system sharing the world with others.
-    [[nodiscard]] bool owns_world() const noexcept { return !system_ || exclusive_; }
+    /// always, except for a system sharing the world with others (a View of a non-exclusive
+    /// system, or any query run by a `World&` system with declared access).
+    [[nodiscard]] bool owns_world() const noexcept {
+        if (system_) return exclusive_;
+        return storage_ == nullptr || !storage_->shared_system();
+    }
     /// The tick this run stamps writes with.
     [[nodiscard]] std::uint64_t write_tick() const noexcept {
         return write_tick_ != 0 ? write_tick_ : storage_->tick();
@@ -536,17 +540,15 @@ public:
         };
         /// A range over `q`, which must outlive it. The world defers structural changes while
         /// the range lives; they are applied when it is destroyed.
-        explicit ChunkRange(Query& q) : query_(&q), matched_(q.state_.update()) {
-            if (q.state_.attached()) q.state_.storage().begin_defer();
-        }
+        explicit ChunkRange(Query& q) : query_(&q), matched_(q.state_.update()) { defer(); }
         /// A range that owns a temporary query (`world.query<...>().chunks()` in a range-for).
         explicit ChunkRange(Query&& q) : owned_(std::move(q)) {
             query_ = &*owned_;
             matched_ = query_->state_.update();
-            if (query_->state_.attached()) query_->state_.storage().begin_defer();
+            defer();
         }
         ~ChunkRange() {
-            if (query_->state_.attached()) detail::end_defer_noexcept(query_->state_.storage());
+            if (deferring_) detail::end_defer_noexcept(query_->state_.storage());
         }
         ChunkRange(const ChunkRange&) = delete;
         ChunkRange& operator=(const ChunkRange&) = delete;
@@ -556,9 +558,14 @@ public:
         iterator end() { return iterator(query_, matched_, matched_.size()); }
 
     private:
+        void defer() noexcept {
+            deferring_ = query_->state_.attached() && query_->state_.owns_world();
+            if (deferring_) query_->state_.storage().begin_defer();
+        }
         std::optional<Query> owned_;
         Query* query_ = nullptr;
         std::span<const std::uint32_t> matched_;
+        bool deferring_ = false;
     };
 
     /// The matching archetypes as chunks, for a range-for.

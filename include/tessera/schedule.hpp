@@ -34,6 +34,13 @@
 /// system's commands and events are dropped, the other systems' are applied, and every later
 /// phase is skipped that frame. A system that threw is reported before a failed sync.
 ///
+/// **Groups.** A system belongs to one group (`SystemConfig::group`, default ""); `run(world,
+/// dt)` runs the default group, `run(world, dt, group)` another, with phases and ordering
+/// applying as for a disabled system outside the group.
+///
+/// **Results.** A system returns `void` or `Status`; a failed `Status` is reported like an
+/// exception thrown by the system. Any other return type does not compile.
+///
 /// **Workers.** `Schedule(1)` runs everything on the calling thread (no task arena, no oneTBB
 /// thread); `Schedule(n)` on an arena of n it owns; `Schedule()` on oneTBB's default arena.
 #pragma once
@@ -51,6 +58,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -122,9 +130,16 @@ public:
     SystemConfig& before(std::string_view name);
     /// Runs after the system named `name` (in the same or an earlier phase).
     SystemConfig& after(std::string_view name);
+    /// Puts the system in the group named `name` (CozyECS's groups); "" is the default group,
+    /// the one `run(world, dt)` runs. `run(world, dt, name)` runs only the group's systems,
+    /// phases and ordering still applying (see `Schedule::run`).
+    SystemConfig& group(std::string_view name);
     /// Declares (trusted) access: read / write `Ts`. A system taking `World&` with declared
-    /// access is no longer exclusive: it runs in parallel with systems it doesn't conflict
-    /// with, and must then touch nothing else (cinder's declared systems).
+    /// access is no longer exclusive (cinder's declared systems): it runs in parallel with
+    /// every system it doesn't conflict with, declared `World&` ones included. While it runs,
+    /// the world's tick reads as the system's own on its thread (its writes are stamped with
+    /// it) and its queries neither defer the world nor advance its tick; it must touch nothing
+    /// but what it declared, and make no structural change (use `Commands`).
     template <class... Ts>
     SystemConfig& reads() {
         const ComponentId ids[] = {component_id<Ts>()...};
@@ -198,9 +213,22 @@ public:
     /// @throws Error (build errors, missing_resource, system_failed: a system threw, or an
     /// observer or command threw while a system's commands were applied at a sync point)
     void run(World& world, float dt = 0.0f);
+    /// Runs one frame of the systems in group `group` only (`SystemConfig::group`; "" is the
+    /// default group, what `run(world, dt)` runs), with everything `run(world, dt)` does: the
+    /// group's `start` systems on the group's first run, its phases in order, sync points and
+    /// `world.update_events()`. Ordering constraints keep their meaning: a system outside the
+    /// group does not run, and it is not pulled in by a `before`/`after` naming it, but the order
+    /// it imposes between two systems of the group (a before x before b) still holds, as for a
+    /// disabled system. Systems not run keep their tick, so their `Changed`/`Added` filters see,
+    /// at their next run, everything written since their previous one.
+    /// @throws Error(unknown_system) when `group` is not "" and no system belongs to it; the
+    /// errors of `run(world, dt)`
+    void run(World& world, float dt, std::string_view group);
     /// `run` on the engine's arena, whatever the schedule's worker count: the arena's
     /// concurrency is the number of workers (1 runs every system inline on the calling thread).
     void run(World& world, tbb::task_arena& arena, float dt = 0.0f);
+    /// `run(world, dt, group)` on the engine's arena (see `run(world, arena, dt)`).
+    void run(World& world, tbb::task_arena& arena, float dt, std::string_view group);
     /// Runs one system now (any phase, `manual` included), alone, with its sync point, on the
     /// calling thread (its `par_each` loops on the schedule's workers).
     /// @throws Error(unknown_system), Error(system_failed)
@@ -227,12 +255,18 @@ public:
     /// died).
     [[nodiscard]] std::size_t skipped_commands() const noexcept;
 
-    /// With two or more workers, a phase runs in parallel only when its systems took at least
-    /// this long in total the last time they ran (measured per system); below it, scheduling
-    /// tasks would cost more than it saves, so the phase runs inline in its deterministic
-    /// order (same result either way). Default 50 µs; zero makes every phase with two or more
-    /// systems parallel.
-    void set_parallel_threshold(std::chrono::nanoseconds threshold) noexcept;
+    /// How a phase chooses, with two or more workers, between running its systems in parallel
+    /// and inline in its deterministic order (the same world either way). By default
+    /// (`std::nullopt`) it decides from measured times: each phase keeps the wall time of its
+    /// recent inline runs and of its recent parallel runs (every system run and every phase run
+    /// is timed while there are two or more workers) and takes the faster, trying the other way
+    /// again after 4 runs of the phase (then less often, up to every 256 runs, while the other
+    /// way keeps losing) so that the choice follows the workload; a phase whose
+    /// graph leaves nothing to overlap, or whose measured system times say parallel could not
+    /// win (its critical path is nearly its total), stays inline. A fixed `threshold` replaces
+    /// that: the phase runs in parallel when its systems took at least `threshold` in total the
+    /// last time they ran (zero: every phase whose graph allows it).
+    void set_parallel_threshold(std::optional<std::chrono::nanoseconds> threshold) noexcept;
 
     /// Turns per-system timing on or off (default off). While on, every system run is timed
     /// (two clock reads, tens of nanoseconds) and `stats` reports the times.
@@ -249,6 +283,7 @@ public:
 private:
     friend class SystemConfig;
     SystemConfig add_system(std::string name, std::unique_ptr<detail::SystemBase> system);
+    void run_group(World& world, tbb::task_arena* arena, float dt, std::string_view group);
     std::unique_ptr<Impl> impl_;
 };
 
@@ -274,6 +309,8 @@ public:
         : inner_(Call{nullptr}), object_(std::forward<CArgs>(args)...) {
         inner_.fn_.self = &object_;
         access = inner_.access;
+        prepare_always = inner_.prepare_always;
+        syncs = inner_.syncs;
     }
     void prepare(World& w) override { inner_.prepare(w); }
     void run(const SystemRun& r) override { inner_.run(r); }
@@ -289,7 +326,7 @@ public:
 private:
     struct Call {
         T* self;
-        void operator()(A... a) const { self->on_update(std::forward<A>(a)...); }
+        decltype(auto) operator()(A... a) const { return self->on_update(std::forward<A>(a)...); }
     };
     struct Inner : FunctionSystem<Call, A...> {
         using FunctionSystem<Call, A...>::FunctionSystem;

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
@@ -26,6 +27,42 @@
 #include <vector>
 
 namespace tessera {
+
+/// What a system may return instead of `void`: success (the default), or a failure with a
+/// message (pragma_ecs's `Result`). A failed status is reported exactly like an exception thrown
+/// by the system: `Schedule::run` (or `run_system`) throws `Error(system_failed)` naming the
+/// system, with `Error(code, message)` nested; the system's commands and events are dropped and
+/// the systems that depend on it are skipped that frame. A system returning anything other than
+/// `void` or `Status` does not compile.
+class [[nodiscard]] Status {
+public:
+    /// Success.
+    Status() noexcept = default;
+    /// Success.
+    [[nodiscard]] static Status ok() noexcept { return {}; }
+    /// A failure described by `message`; the nested error's code is `code` (default
+    /// `system_failed`). May throw bad_alloc (copying the message).
+    [[nodiscard]] static Status error(std::string message, errc code = errc::system_failed) {
+        Status s;
+        s.failed_ = true;
+        s.code_ = code;
+        s.message_ = std::move(message);
+        return s;
+    }
+    /// Whether it is a success.
+    [[nodiscard]] bool is_ok() const noexcept { return !failed_; }
+    /// Whether it is a success.
+    explicit operator bool() const noexcept { return !failed_; }
+    /// The failure's code (`system_failed` unless given; meaningless for a success).
+    [[nodiscard]] errc code() const noexcept { return code_; }
+    /// The failure's message (empty for a success).
+    [[nodiscard]] const std::string& message() const noexcept { return message_; }
+
+private:
+    std::string message_;
+    errc code_ = errc::system_failed;
+    bool failed_ = false;
+};
 
 /// View filters: entities that have every one of `Ts`.
 template <class... Ts>
@@ -76,7 +113,9 @@ struct SystemRun {
 /// `State` (kept per system), `access(Access&)`, `prepare(State&, World&)` (main thread, at
 /// the start of each phase the system is in), `get(State&, const SystemRun&)`, `done(State&)`
 /// (after the call, even when it threw), `sync(State&, World&)` (at the sync point) and
-/// `drop(State&)` (the system failed: discard what it recorded).
+/// `drop(State&)` (the system failed: discard what it recorded); `prepare_always` (false: a
+/// `prepare` for the world the system was last prepared for does nothing, so the schedule may
+/// skip it) and `syncs` (false: `sync` does nothing).
 template <class P>
 struct param {
     static_assert(sizeof(P) == 0,
@@ -86,6 +125,8 @@ struct param {
 
 /// Defaults for parameters without state or sync work.
 struct stateless_param {
+    static constexpr bool prepare_always = false;
+    static constexpr bool syncs = false;
     struct State {};
     static void prepare(State&, World&) {}
     static void done(State&) noexcept {}
@@ -381,6 +422,8 @@ struct param<View<Args...>> {
     using Q = typename V::query_type;
     using split = split_view<type_list<>, type_list<>, Args...>;
     using acc = view_access<typename split::terms, typename split::filters>;
+    static constexpr bool prepare_always = false;
+    static constexpr bool syncs = false;
     struct State {
         World* world = nullptr;
         std::optional<Q> query;
@@ -427,6 +470,8 @@ struct param<Commands> : stateless_param {
 
 template <class T>
 struct param<EventWriter<T>> {
+    static constexpr bool prepare_always = true;  // the queue may have been removed
+    static constexpr bool syncs = true;
     struct State {
         std::vector<T> pending;
     };
@@ -446,6 +491,8 @@ struct param<EventWriter<T>> {
 
 template <class T>
 struct param<EventReader<T>> {
+    static constexpr bool prepare_always = true;  // the queue may have been replaced
+    static constexpr bool syncs = false;
     struct State {
         World* world = nullptr;
         Events<T>* events = nullptr;
@@ -484,6 +531,29 @@ struct param<float> : stateless_param {
 template <class A>
 using param_type_t = std::conditional_t<std::is_same_v<A, World&>, World&, std::remove_cvref_t<A>>;
 
+/// Reports a failed `Status` as the system's exception: `Error(status.code(), message)`.
+[[noreturn]] void throw_status(const Status& status);
+
+/// A system's return type must be `void` or `Status`.
+template <class R>
+inline constexpr bool valid_system_result = std::is_void_v<R> || std::is_same_v<R, Status>;
+
+/// Calls `fn(args...)`; a failed `Status` it returns becomes the system's exception.
+template <class F, class... P>
+void call_system(F& fn, P&&... args) {
+    using R = decltype(fn(std::forward<P>(args)...));
+    static_assert(valid_system_result<R>,
+                  "tessera: a system returns void or ts::Status (Status::ok() or "
+                  "Status::error(message)); change the system's return type");
+    if constexpr (std::is_void_v<R>) {
+        fn(std::forward<P>(args)...);
+    } else {
+        const Status status = fn(std::forward<P>(args)...);
+        if (!status.is_ok()) [[unlikely]]
+            throw_status(status);
+    }
+}
+
 /// The type-erased system a schedule holds. One virtual call per system run, none per entity.
 class SystemBase {
 public:
@@ -501,6 +571,10 @@ public:
     virtual void destroy(World&) {}
 
     Access access;
+    /// Some parameter must be prepared at every phase, even for the same world (event queues).
+    bool prepare_always = false;
+    /// Some parameter has sync point work besides the commands (event writers).
+    bool syncs = false;
 };
 
 /// A system made of a callable and its deduced parameters.
@@ -509,6 +583,8 @@ class FunctionSystem : public SystemBase {
 public:
     explicit FunctionSystem(F fn) : fn_(std::move(fn)) {
         (param<param_type_t<A>>::access(access), ...);
+        prepare_always = (param<param_type_t<A>>::prepare_always || ...);
+        syncs = (param<param_type_t<A>>::syncs || ...);
     }
     void prepare(World& w) override {
         std::apply([&](auto&... s) { (param<param_type_t<A>>::prepare(s, w), ...); }, states_);
@@ -533,7 +609,7 @@ private:
                 std::apply([](auto&... s) { (param<param_type_t<A>>::done(s), ...); }, states);
             }
         } done{states_};
-        fn_(param<param_type_t<A>>::get(std::get<I>(states_), r)...);
+        call_system(fn_, param<param_type_t<A>>::get(std::get<I>(states_), r)...);
     }
     std::tuple<typename param<param_type_t<A>>::State...> states_;
 };

@@ -105,6 +105,18 @@ struct Location {
     std::int32_t column = slot_absent;
 };
 
+class Core;
+
+/// The shared-world system (a schedule's `World&` system with declared access) running on this
+/// thread: while `core` is set, that world's tick reads as `tick` on this thread only, so such
+/// systems running at the same time stamp their writes with their own ticks and never write the
+/// world's. Set and cleared by the schedule (src/schedule_run.cpp), nothing else.
+struct ThreadSystem {
+    const Core* core = nullptr;
+    std::uint64_t tick = 0;
+};
+inline thread_local ThreadSystem thread_system;
+
 /// Archetype tables plus the entity index: the world's data. Untyped: everything is in terms
 /// of `ComponentId`s and bytes. Every mutating member has the strong guarantee.
 class Core {
@@ -167,8 +179,17 @@ public:
     [[nodiscard]] std::size_t count() const noexcept { return alive_; }
     /// Archetypes a user can see: the empty one and every created one (not the two sentinels).
     [[nodiscard]] std::size_t archetype_count() const noexcept { return archetypes_.size() - 2; }
-    [[nodiscard]] std::uint64_t tick() const noexcept { return tick_; }
-    std::uint64_t advance_tick() noexcept { return ++tick_; }
+    /// The world's tick, or on a thread running a shared-world system, that system's.
+    [[nodiscard]] std::uint64_t tick() const noexcept {
+        return thread_system.core == this ? thread_system.tick : tick_;
+    }
+    /// Advances the world's tick (a shared-world system keeps its own: no change).
+    std::uint64_t advance_tick() noexcept {
+        if (thread_system.core == this) return thread_system.tick;
+        return ++tick_;
+    }
+    /// Whether this thread runs a shared-world system on this world (see ThreadSystem).
+    [[nodiscard]] bool shared_system() const noexcept { return thread_system.core == this; }
 
     // ---- components ----
     /// Records `id` in this world (first use). May throw bad_alloc.
@@ -296,7 +317,7 @@ public:
     void stamp_added(RowSlot slot, std::int32_t column) const noexcept {
         const Column& c = slot.archetype->columns[static_cast<std::uint32_t>(column)];
         if (c.changed != nullptr) [[unlikely]]
-            c.set_added(slot.row, tick_);
+            c.set_added(slot.row, tick());
     }
     /// Stamps every tracked column of `slot`'s row as added (new row).
     void stamp_row_added(RowSlot slot) noexcept;
@@ -417,7 +438,9 @@ public:
     }
     /// Stamps the changed tick of `id` at `slot` when tracked.
     void stamp_changed(const Archetype& a, std::uint32_t row, std::int32_t column) const noexcept {
-        stamp_changed(a, row, column, tick_);
+        const Column& col = a.columns[static_cast<std::uint32_t>(column)];
+        if (col.changed != nullptr) [[unlikely]]
+            col.set_changed(row, tick());
     }
     static void stamp_changed(const Archetype& a, std::uint32_t row, std::int32_t column,
                               std::uint64_t tick) noexcept {
