@@ -2,6 +2,7 @@
 #include <tessera/query.hpp>
 
 #include "common/counting_resource.hpp"
+#include "common/emplace_types.hpp"
 
 #include <gtest/gtest.h>
 
@@ -202,24 +203,8 @@ TEST(CommandBuffer, UsesItsOwnMemoryResource) {
     EXPECT_EQ(mr.outstanding, 0u);
 }
 
-namespace {
-/// Remembers where it was built; counts the moves made of it.
-struct Pinned {
-    static inline int moves = 0;
-    const Pinned* self;
-    int v;
-    explicit Pinned(int value) noexcept : self(this), v(value) {}
-    Pinned(Pinned&& o) noexcept : self(this), v(o.v) { ++moves; }
-    Pinned& operator=(Pinned&&) = delete;
-    ~Pinned() = default;
-};
-struct Picky {
-    int v;
-    explicit Picky(int value) : v(value) {
-        if (value < 0) throw std::invalid_argument("negative");
-    }
-};
-}  // namespace
+using tessera::test::Picky;
+using tessera::test::Pinned;
 
 TEST(CommandBuffer, EmplaceBuildsInTheBufferAndMovesOnceWhenApplied) {
     ts::World w;

@@ -67,23 +67,7 @@ struct ThrowingCtor {
     }
 };
 
-// Fails every allocation while `fail` is set.
-class FailingResource final : public std::pmr::memory_resource {
-public:
-    bool fail = false;
-
-private:
-    void* do_allocate(std::size_t bytes, std::size_t align) override {
-        if (fail) throw std::bad_alloc();
-        return std::pmr::new_delete_resource()->allocate(bytes, align);
-    }
-    void do_deallocate(void* p, std::size_t bytes, std::size_t align) override {
-        std::pmr::new_delete_resource()->deallocate(p, bytes, align);
-    }
-    bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
-        return this == &other;
-    }
-};
+using tessera::test::FailingResource;
 
 static_assert(std::forward_iterator<ts::Events<Heal>::Range::iterator>);
 static_assert(std::is_nothrow_move_constructible_v<ts::Events<std::string>>);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/counting_resource.hpp"
+#include "common/emplace_types.hpp"
 
 #include "common/tick.hpp"
 
@@ -556,25 +557,8 @@ TEST(World, AdvanceTickAtMaxTickIsLimitExceededAndNeverWraps) {
 
 // ----------------------------------------------------------------------------------- emplace
 
-namespace {
-/// Remembers where it was built; counts the moves made of it.
-struct Pinned {
-    static inline int moves = 0;
-    const Pinned* self;
-    int v;
-    explicit Pinned(int value) noexcept : self(this), v(value) {}
-    Pinned(Pinned&& o) noexcept : self(this), v(o.v) { ++moves; }
-    Pinned& operator=(Pinned&&) = delete;
-    ~Pinned() = default;
-};
-/// Its constructor throws for negative values.
-struct Picky {
-    int v;
-    explicit Picky(int value) : v(value) {
-        if (value < 0) throw std::invalid_argument("negative");
-    }
-};
-}  // namespace
+using tessera::test::Picky;
+using tessera::test::Pinned;
 
 TEST(World, EmplaceBuildsTheValueInItsTableSlot) {
     ts::World w;

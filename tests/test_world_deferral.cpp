@@ -461,25 +461,9 @@ TEST(DeferOnDemand, DeferralScopeAppliesWhenClosedOrDestroyed) {
     EXPECT_FALSE(w.deferring());
 }
 
-namespace {
-/// Allocates from the default resource, or throws bad_alloc while `fail` is set.
-struct Failing final : std::pmr::memory_resource {
-    bool fail = false;
-    void* do_allocate(std::size_t bytes, std::size_t align) override {
-        if (fail) throw std::bad_alloc();
-        return std::pmr::new_delete_resource()->allocate(bytes, align);
-    }
-    void do_deallocate(void* p, std::size_t bytes, std::size_t align) override {
-        std::pmr::new_delete_resource()->deallocate(p, bytes, align);
-    }
-    bool do_is_equal(const std::pmr::memory_resource& o) const noexcept override {
-        return this == &o;
-    }
-};
-}  // namespace
 
 TEST(DeferOnDemand, FlushAppliesWhatAFailedFlushLeftQueued) {
-    Failing res;
+    ts::test::FailingResource res;
     ts::World w(&res);
     const ts::Entity a = w.spawn(Position{1, 1});
     w.defer_begin();

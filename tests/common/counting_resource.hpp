@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <memory_resource>
+#include <new>
 
 namespace tessera::test {
 
@@ -23,6 +24,24 @@ private:
     void do_deallocate(void* p, std::size_t bytes, std::size_t align) override {
         ++deallocations;
         outstanding -= bytes;
+        std::pmr::new_delete_resource()->deallocate(p, bytes, align);
+    }
+    bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+        return this == &other;
+    }
+};
+
+// Fails every allocation while `fail` is set (else allocates from new_delete_resource()).
+class FailingResource final : public std::pmr::memory_resource {
+public:
+    bool fail = false;
+
+private:
+    void* do_allocate(std::size_t bytes, std::size_t align) override {
+        if (fail) throw std::bad_alloc();
+        return std::pmr::new_delete_resource()->allocate(bytes, align);
+    }
+    void do_deallocate(void* p, std::size_t bytes, std::size_t align) override {
         std::pmr::new_delete_resource()->deallocate(p, bytes, align);
     }
     bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
