@@ -86,7 +86,8 @@ void get_tessera(benchmark::State& state, bool shuffled, Path path = Path::get) 
                 sum = sum4(n, [&](std::size_t i) { return world.get<Position>(handles[i]).x; });
                 break;
             case Path::try_get:
-                sum = sum4(n, [&](std::size_t i) { return world.try_get<Position>(handles[i])->x; });
+                sum =
+                    sum4(n, [&](std::size_t i) { return world.try_get<Position>(handles[i])->x; });
                 break;
             case Path::accessor_get:
                 sum = sum4(n, [&](std::size_t i) { return pos.get(handles[i]).x; });

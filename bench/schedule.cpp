@@ -153,8 +153,8 @@ void schedule_raw(benchmark::State& state) {
 }
 
 /// The tessera variants: the suite's schedule run on an arena of `workers` threads (the
-/// automatic parallel choice); `always` sets the parallel threshold to zero (every phase with two or more systems runs on the
-/// workers, however short).
+/// automatic parallel choice); `always` sets the parallel threshold to zero (every phase with two
+/// or more systems runs on the workers, however short).
 void schedule_run(benchmark::State& state, int workers, bool always = false) {
     const std::size_t set_n = set_count();
     tessera::World world;

@@ -39,9 +39,10 @@ void throw_empty_query(const char* op) {
 }
 
 void throw_foreign_query(const char* op) {
-    throw Error(errc::invalid_argument,
-                std::string(op) +
-                    ": the query belongs to another world (make it with this world's query<...>())");
+    throw Error(
+        errc::invalid_argument,
+        std::string(op) +
+            ": the query belongs to another world (make it with this world's query<...>())");
 }
 
 std::span<const std::uint32_t> QueryState::update() {

@@ -382,8 +382,7 @@ void each_target_list(const detail::Storage& s, Entity e, F&& fn) {
     if (r == nullptr) return;
     for (const ComponentId id : s.archetype(r->archetype).ids) {
         if (!detail::Storage::relation_only(id)) continue;
-        if (const std::byte* p = s.find(e, id))
-            fn(*reinterpret_cast<const detail::EntityList*>(p));
+        if (const std::byte* p = s.find(e, id)) fn(*reinterpret_cast<const detail::EntityList*>(p));
     }
 }
 }  // namespace

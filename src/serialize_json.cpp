@@ -234,8 +234,9 @@ void json_to_scalar(const json& j, Field t, std::byte* p, const StringTable& str
         case Field::str: {
             if (!j.is_string()) bad("not a string");
             const std::string& s = j.get_ref<const std::string&>();
-            const std::uint32_t id = s.empty() ? 0 : intern != nullptr ? intern->intern(s)
-                                                                       : strings.find(s);
+            const std::uint32_t id = s.empty()           ? 0
+                                     : intern != nullptr ? intern->intern(s)
+                                                         : strings.find(s);
             if (id == 0xFFFFFFFFu) bad("a string that is not in the saved strings");
             std::memcpy(p, &id, 4);
             return;

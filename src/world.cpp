@@ -151,10 +151,9 @@ std::size_t World::despawn_tables(std::span<const std::uint32_t> tables) {
     detail::Storage& s = *storage_;
     const auto concerned = [&s](std::uint32_t index) {
         const detail::Archetype& a = s.archetype(index);
-        return s.hooked(a) ||
-               (!s.permanent_words().empty() &&
-                std::any_of(a.entities, a.entities + a.size,
-                            [&s](Entity e) { return s.permanent(e.index); }));
+        return s.hooked(a) || (!s.permanent_words().empty() &&
+                               std::any_of(a.entities, a.entities + a.size,
+                                           [&s](Entity e) { return s.permanent(e.index); }));
     };
     if (s.deferring() || s.relations() != nullptr ||
         std::any_of(tables.begin(), tables.end(), concerned)) [[unlikely]] {

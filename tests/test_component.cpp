@@ -201,8 +201,8 @@ TEST(Component, EagerTrackingKeepsTicksFromTheFirstRow) {
     EXPECT_EQ(w.added_tick<Eager>(es[0]), 1u) << "spawned at tick 1";
     EXPECT_EQ(w.changed_tick<Eager>(es[0]), 1u);
     // Runtime components take the option too; it must be the same in every definition.
-    const ts::ComponentId rt =
-        w.component("EagerRt", {{"x", ts::Field::f32}}, ts::ComponentOptions{.eager_tracking = true});
+    const ts::ComponentId rt = w.component("EagerRt", {{"x", ts::Field::f32}},
+                                           ts::ComponentOptions{.eager_tracking = true});
     EXPECT_TRUE(ts::component_info(rt).eager_tracking);
     EXPECT_THROW(w.component("EagerRt", {{"x", ts::Field::f32}}), ts::Error);
     EXPECT_THROW(w.component("EagerTag", {}, ts::ComponentOptions{.eager_tracking = true}),

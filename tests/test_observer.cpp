@@ -682,8 +682,10 @@ TEST(Observer, OneSubscriptionToSeveralTypes) {
     std::vector<std::string> seen;
     ts::Observer o = w.on_add<Health, Armor, Frozen>([&](ts::World&, ts::Entity, auto& value) {
         using T = std::remove_cvref_t<decltype(value)>;
-        if constexpr (std::is_same_v<T, Health>) seen.push_back("health " + std::to_string(value.hp));
-        if constexpr (std::is_same_v<T, Armor>) seen.push_back("armor " + std::to_string(value.value));
+        if constexpr (std::is_same_v<T, Health>)
+            seen.push_back("health " + std::to_string(value.hp));
+        if constexpr (std::is_same_v<T, Armor>)
+            seen.push_back("armor " + std::to_string(value.value));
         if constexpr (std::is_same_v<T, Frozen>) seen.push_back("frozen");
     });
     const ts::Entity e = w.spawn(Health{3});

@@ -688,8 +688,7 @@ TEST(Relation, SeveralTargetsAllOrNothing) {
     EXPECT_FALSE(w.has_relation<Joint>(root));
     // A cycle on the second target: the first is unrelated again.
     const std::vector<ts::Entity> cycle{other, leaf};
-    EXPECT_EQ(error_of([&] { w.relate(root, ts::ChildOf{}, cycle); }),
-              ts::errc::hierarchy_cycle);
+    EXPECT_EQ(error_of([&] { w.relate(root, ts::ChildOf{}, cycle); }), ts::errc::hierarchy_cycle);
     EXPECT_FALSE(w.related<ts::ChildOf>(root, other));
     EXPECT_TRUE(w.children(other).empty());
     EXPECT_EQ(w.parent(mid), root);

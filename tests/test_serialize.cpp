@@ -660,15 +660,17 @@ TEST(Binary, TickThatLeavesNoRoomIsRefused) {
 
 TEST(ComponentJson, ReadsEveryFieldAndWritesSomeAllOrNothing) {
     ts::World w;
-    const ts::ComponentId unit =
-        w.component("JsonUnit", {{"hp", ts::Field::i32}, {"speed", ts::Field::f32},
-                                 {"tag", ts::Field::str}, {"alive", ts::Field::boolean}});
+    const ts::ComponentId unit = w.component("JsonUnit", {{"hp", ts::Field::i32},
+                                                          {"speed", ts::Field::f32},
+                                                          {"tag", ts::Field::str},
+                                                          {"alive", ts::Field::boolean}});
     const ts::Entity e = w.spawn();
     w.add(e, unit);
     w.set_field(e, unit, "hp", 10);
     w.set_field(e, unit, "tag", std::string_view("scout"));
     const nlohmann::json all = ts::to_json(w, e, unit);
-    EXPECT_EQ(all, (nlohmann::json{{"hp", 10}, {"speed", 0.0}, {"tag", "scout"}, {"alive", false}}));
+    EXPECT_EQ(all,
+              (nlohmann::json{{"hp", 10}, {"speed", 0.0}, {"tag", "scout"}, {"alive", false}}));
 
     int sets = 0;
     ts::Observer o = w.on_set<sz::Pos>([&](ts::World&, ts::Entity) { ++sets; });
@@ -704,7 +706,8 @@ TEST(ComponentJson, ReadsEveryFieldAndWritesSomeAllOrNothing) {
     ts::set_fields(w, p, ts::component_id<sz::Pos>(), {{"y", 5.0}});
     EXPECT_EQ(w.get<sz::Pos>(p), (sz::Pos{1, 5}));
     EXPECT_EQ(sets, 1);
-    EXPECT_EQ(ts::to_json(w, p, ts::component_id<sz::Pos>()), (nlohmann::json{{"x", 1.0}, {"y", 5.0}}));
+    EXPECT_EQ(ts::to_json(w, p, ts::component_id<sz::Pos>()),
+              (nlohmann::json{{"x", 1.0}, {"y", 5.0}}));
     EXPECT_EQ(error_of([&] { (void)ts::to_json(w, p, unit); }), ts::errc::missing_component);
     EXPECT_EQ(error_of([&] { (void)ts::to_json(w, p, ts::component_id<sz::Opaque>()); }),
               ts::errc::missing_component);

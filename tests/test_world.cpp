@@ -1,6 +1,6 @@
-#include <tessera/serialize.hpp>
 #include <tessera/observer.hpp>
 #include <tessera/query.hpp>
+#include <tessera/serialize.hpp>
 #include <tessera/world.hpp>
 
 #include <nlohmann/json.hpp>
@@ -613,9 +613,8 @@ TEST(World, EmplaceDeferredObservedAndOnTheDead) {
     EXPECT_EQ(w.try_get<Pinned>(e)->v, 4);
     EXPECT_EQ(w.try_get<Pinned>(e)->self, w.try_get<Pinned>(e)) << "its move fixed it up";
     int seen = 0;
-    ts::Observer o = w.on_add<Name>([&](ts::World& world, ts::Entity x) {
-        seen += world.get<Name>(x).s == "ob" ? 1 : 0;
-    });
+    ts::Observer o = w.on_add<Name>(
+        [&](ts::World& world, ts::Entity x) { seen += world.get<Name>(x).s == "ob" ? 1 : 0; });
     w.emplace<Name>(e, "ob");
     EXPECT_EQ(seen, 1);
     w.despawn(e);
@@ -655,8 +654,8 @@ TEST(World, ArchetypesDescribeEveryTable) {
     EXPECT_EQ(all[1].bytes_per_row, sizeof(ts::Entity) + sizeof(Position) + sizeof(Velocity));
     std::vector<ts::ComponentId> pv{ts::component_id<Position>(), ts::component_id<Velocity>()};
     std::sort(pv.begin(), pv.end());
-    EXPECT_TRUE(std::equal(all[1].components.begin(), all[1].components.end(), pv.begin(),
-                           pv.end()));
+    EXPECT_TRUE(
+        std::equal(all[1].components.begin(), all[1].components.end(), pv.begin(), pv.end()));
     EXPECT_EQ(all[2].components.size(), 2u) << "tags are listed";
     EXPECT_EQ(all[2].bytes_per_row, sizeof(ts::Entity) + sizeof(Name)) << "tags take no bytes";
     // The same set in any order is the same archetype; a new set is created, empty.

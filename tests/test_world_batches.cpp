@@ -326,9 +326,8 @@ TEST(BulkDespawn, ObserversRelationsAndTheCascadeMatchOneAtATime) {
     const auto run = [](bool bulk) {
         ts::World w;
         std::vector<std::string> log;
-        ts::Observer o1 = w.on_despawn([&](ts::World&, ts::Entity e) {
-            log.push_back("despawn " + std::to_string(e.index));
-        });
+        ts::Observer o1 = w.on_despawn(
+            [&](ts::World&, ts::Entity e) { log.push_back("despawn " + std::to_string(e.index)); });
         ts::Observer o2 = w.on_remove<Pos>([&](ts::World& world, ts::Entity e) {
             log.push_back("remove Pos " + std::to_string(e.index) + " count " +
                           std::to_string(world.count()));

@@ -461,7 +461,6 @@ TEST(DeferOnDemand, DeferralScopeAppliesWhenClosedOrDestroyed) {
     EXPECT_FALSE(w.deferring());
 }
 
-
 TEST(DeferOnDemand, FlushAppliesWhatAFailedFlushLeftQueued) {
     ts::test::FailingResource res;
     ts::World w(&res);

@@ -80,12 +80,12 @@ private:
     // The record of `e` when its generation matches (a free slot points at the sentinel table,
     // whose column entry is `no_column`: data null).
     const detail::EntityRecord* record(Entity e) const noexcept {
-        TESSERA_ASSERT(storage_ == nullptr ||
-                           (records_ == storage_->records() &&
-                            record_count_ == storage_->record_count() &&
-                            columns_ == storage_->world_component(id()).columns &&
-                            column_count_ == storage_->world_component(id()).column_count),
-                       "Accessor used after a structural change of its world: get a new one");
+        TESSERA_ASSERT(
+            storage_ == nullptr ||
+                (records_ == storage_->records() && record_count_ == storage_->record_count() &&
+                 columns_ == storage_->world_component(id()).columns &&
+                 column_count_ == storage_->world_component(id()).column_count),
+            "Accessor used after a structural change of its world: get a new one");
         if (e.index >= record_count_) return nullptr;
         const detail::EntityRecord* r = records_ + e.index;
         if (r->generation != e.generation || r->archetype >= column_count_) return nullptr;
