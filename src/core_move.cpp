@@ -145,7 +145,7 @@ bool Core::despawn(Entity e) noexcept {
     const EntityRecord& r = record_data_[e.index];
     if (r.archetype != pending_archetype) {
         Archetype& a = *archetypes_[r.archetype];
-        destroy_rows(a, r.row, 1);
+        if (!a.bytewise) destroy_rows(a, r.row, 1);  // bytewise values are never destroyed
         free_row(a, r.row);
     }
     free_record(e.index);
@@ -206,8 +206,7 @@ std::size_t Core::despawn_many(std::span<const Entity> es) {
     // never one to free. Freed rows at the end just shorten the table, a word of them at once.
     for (const std::uint32_t index : touched) {
         Archetype& a = *archetypes_[index];
-        const bool destroy = std::any_of(a.columns.begin(), a.columns.end(),
-                                         [](const Column& c) { return c.destroy != nullptr; });
+        const bool destroy = !a.bytewise;  // bytewise values are never destroyed
         const std::uint64_t* words = bits.data() + offset[index];
         for (std::size_t w = (std::size_t{a.size} + 63) / 64; w-- > 0;) {
             for (std::uint64_t word = words[w]; word != 0;) {

@@ -120,7 +120,8 @@ Entity World::spawn_deferred(std::uint16_t components) {
 bool World::despawn(Entity e) {
     const detail::EntryCheck entry(*storage_);
     detail::Storage& s = *storage_;
-    detail::check_despawnable(s, "World::despawn", e);
+    if (!s.permanent_words().empty()) [[unlikely]]
+        detail::check_despawnable(s, "World::despawn", e);
     if (s.deferring()) [[unlikely]] {
         detail::check_not_parallel(s, "World::despawn");
         if (!is_alive(e) || s.despawn_pending(e)) return false;
