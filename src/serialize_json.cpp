@@ -260,7 +260,8 @@ void json_to_value(const json& j, const Schema& schema, std::byte* v, const Stri
                    const Bad& bad, bool partial = false, StringTable* intern = nullptr) {
     if (!j.is_object()) bad("a value is not an object");
     if (partial) {
-        for (const auto& [key, value] : j.items()) {
+        for (const auto& item : j.items()) {
+            const std::string& key = item.key();
             if (std::none_of(schema.fields.begin(), schema.fields.end(),
                              [&](const FieldInfo& f) { return f.name == key; }))
                 bad("there is no field '" + key + "'");

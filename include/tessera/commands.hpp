@@ -63,14 +63,14 @@ public:
                       "tessera: a component type must be an object type that is nothrow move "
                       "constructible and nothrow destructible (mark its move constructor "
                       "noexcept)");
-        static_assert(std::is_constructible_v<T, Args&&...>,
+        static_assert(detail::emplaceable_v<T, Args&&...>,
                       "tessera: CommandBuffer::emplace<T>(e, args...) needs a T constructible "
-                      "from args");
+                      "from args (or an aggregate initialisable from them)");
         begin_record();
         queue_.reserve(1);
         const ComponentInfo& info = component_info<T>();
         std::byte* slot = queue_.allocate_value(info);
-        ::new (static_cast<void*>(slot)) T(std::forward<Args>(args)...);
+        detail::emplace_at<T>(slot, std::forward<Args>(args)...);
         queue_.push_add(e, info, slot, 1);
     }
 

@@ -100,10 +100,10 @@ template <class U, class... Args>
     U* p = reinterpret_cast<U*>(col.data) + slot.row;
     if (existed) {
         p->~U();
-        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+        emplace_at<U>(p, std::forward<Args>(args)...);
         s.stamp_changed(*slot.archetype, slot.row, c);
     } else {
-        ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+        emplace_at<U>(p, std::forward<Args>(args)...);
         s.stamp_added(slot, c);
     }
 }
@@ -464,10 +464,11 @@ void World::reserve(std::size_t n) {
 template <class T, class... Args>
 void World::emplace(Entity e, Args&&... args) {
     static_assert(detail::components_v<T>, TESSERA_COMPONENT_REQUIREMENT);
-    static_assert(std::is_constructible_v<T, Args&&...>,
-                  "tessera: World::emplace<T>(e, args...) needs a T constructible from args");
+    static_assert(detail::emplaceable_v<T, Args&&...>,
+                  "tessera: World::emplace<T>(e, args...) needs a T constructible from args "
+                  "(or an aggregate initialisable from them)");
     const ComponentId id = component_id<T>();
-    if constexpr (std::is_nothrow_constructible_v<T, Args&&...> && !detail::relation_only_v<T>) {
+    if constexpr (detail::nothrow_emplaceable_v<T, Args&&...> && !detail::relation_only_v<T>) {
         detail::Storage& s = *storage_;
         const detail::EntryCheck entry(s);
         if (!s.deferring() && !s.hooked(id)) [[likely]] {
@@ -482,7 +483,7 @@ void World::emplace(Entity e, Args&&... args) {
     }
     if (!is_alive(e)) [[unlikely]]
         detail::throw_not_alive("World::emplace", e, id);
-    add(e, T(std::forward<Args>(args)...));
+    add(e, detail::make_value<T>(std::forward<Args>(args)...));
 }
 
 template <class... Ts>
