@@ -23,6 +23,9 @@ namespace {
 constexpr std::size_t column_alignment = 64;  // cache line: vector loads never split
 constexpr std::size_t huge_page = std::size_t{2} << 20;
 constexpr std::uint32_t max_rows = 0xFFFFFFFEu;
+// What an allocation of no bytes returns (an enableable tag's column has flags, no values): a
+// real address, so copies of its zero bytes never see a null pointer; never freed.
+alignas(column_alignment) std::byte zero_size_block[column_alignment];
 
 std::uint64_t hash_ids(std::span<const ComponentId> ids) noexcept {
     std::uint64_t h = 0xcbf29ce484222325ull;
@@ -88,6 +91,7 @@ Core::~Core() {
 }
 
 std::byte* Core::allocate(std::size_t bytes, std::size_t align) {
+    if (bytes == 0) return zero_size_block;
     auto* p = static_cast<std::byte*>(mr_->allocate(bytes, align));
     // Large columns are touched page by page as they fill; transparent huge pages cut the
     // page faults that dominate creation. Advice only: failure changes nothing.
@@ -100,7 +104,7 @@ std::byte* Core::allocate(std::size_t bytes, std::size_t align) {
 }
 
 void Core::deallocate(void* p, std::size_t bytes, std::size_t align) noexcept {
-    if (p != nullptr) mr_->deallocate(p, bytes, align);
+    if (p != nullptr && bytes != 0) mr_->deallocate(p, bytes, align);
 }
 
 void Core::release_archetype(Archetype& a) noexcept {
@@ -158,7 +162,7 @@ Archetype& Core::create_archetype(std::span<const ComponentId> ids) {
     try {
         a->ids.assign(ids.begin(), ids.end());
         std::size_t non_tags = 0;
-        for (ComponentId id : ids) non_tags += info(id).is_tag() ? 0 : 1;
+        for (ComponentId id : ids) non_tags += has_column(info(id)) ? 1 : 0;
         a->columns.reserve(non_tags);
     } catch (...) {
         release_archetype(*a);
@@ -167,7 +171,7 @@ Archetype& Core::create_archetype(std::span<const ComponentId> ids) {
     for (ComponentId id : ids) {
         const ComponentInfo& ci = info(id);
         a->hooked = a->hooked || components_[id.value].hooked;
-        if (ci.is_tag()) {
+        if (!has_column(ci)) {
             a->slot_table()[id.value] = slot_tag;
             continue;
         }
@@ -191,7 +195,9 @@ Archetype& Core::create_archetype(std::span<const ComponentId> ids) {
         std::fill(wc.columns + wc.column_count, wc.columns + index + 1, &no_column);
         wc.column_count = index + 1;
         const std::int32_t c = a->slot(id);
-        if (c >= 0) wc.columns[index] = &a->columns[static_cast<std::uint32_t>(c)];
+        // An enableable tag's column holds flags only: the typed read path sees no column.
+        if (c >= 0 && !info(id).is_tag())
+            wc.columns[index] = &a->columns[static_cast<std::uint32_t>(c)];
     }
     archetypes_.push_back(a);
     if (a->index == empty_archetype || a->index >= first_user_archetype) {
@@ -466,12 +472,11 @@ void Core::destroy_rows(Archetype& a, std::uint32_t first, std::size_t n) noexce
 
 std::uint8_t& Core::enable_flag(Entity e, ComponentId id, const char* op) const {
     const ComponentInfo& ci = component_info(id);
-    if (!ci.enableable || ci.is_tag()) {
+    if (!ci.enableable) {
         throw Error(errc::not_enableable,
                     std::string(op) + "<" + std::string(ci.name) + ">: " + std::string(ci.name) +
-                        (ci.is_tag() ? " is a tag; tags can't be enableable"
-                                     : " is not enableable (specialise "
-                                       "tessera::component_traits with enableable = true)"));
+                        " is not enableable (specialise tessera::component_traits with "
+                        "enableable = true)");
     }
     const EntityRecord* r = record(e);
     if (r == nullptr) throw_not_alive(op, e, id);

@@ -375,11 +375,13 @@ RowSlot Core::move_entity(Entity e, const EntityRecord& rec, Archetype& to) noex
     const std::uint32_t dst = to.size;
     const bool plain = !(from.tracked || from.enableable || to.tracked || to.enableable);
     for (const Column& c : from.columns) {
-        std::byte* target = column_data(c.id, to.index);
-        if (target != nullptr && plain) {
-            move_value(c, target + std::size_t{dst} * c.size, c.data + std::size_t{src} * c.size);
-        } else if (target != nullptr) {
-            Column& into = to.columns[static_cast<std::uint32_t>(to.slot(c.id))];
+        const std::int32_t k = to.slot(c.id);  // >= 0: `to` has the column (flags-only too)
+        if (k >= 0 && plain) {
+            const Column& into = to.columns[static_cast<std::uint32_t>(k)];
+            move_value(c, into.data + std::size_t{dst} * c.size,
+                       c.data + std::size_t{src} * c.size);
+        } else if (k >= 0) {
+            Column& into = to.columns[static_cast<std::uint32_t>(k)];
             if (into.stamped != 0 && c.changed != nullptr && c.changed_at(src) < into.stamped) {
                 settle(into, to.size);  // else the row would look changed at the stamp
             }

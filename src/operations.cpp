@@ -12,7 +12,8 @@ namespace tessera::detail {
 
 void put_value(Storage& s, RowSlot slot, ComponentId id, std::byte* value, bool existed) noexcept {
     const std::int32_t c = slot.archetype->slot(id);
-    if (c < 0) {
+    if (c < 0 || slot.archetype->columns[static_cast<std::uint32_t>(c)].size == 0) {
+        // A tag: no bytes to place (an enableable tag's flag is set by the move).
         const ComponentInfo& info = component_info(id);
         if (value != nullptr && info.destroy != nullptr) info.destroy(value, 1);
         return;

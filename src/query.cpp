@@ -45,7 +45,7 @@ void throw_foreign_query(const char* op) {
             ": the query belongs to another world (make it with this world's query<...>())");
 }
 
-std::span<const std::uint32_t> QueryState::update() {
+std::span<const std::uint32_t> QueryState::match_new() {
     if (storage_ == nullptr) return {};        // an empty query
     if (epoch_ != storage_->layout_epoch()) {  // the world was restored or loaded: re-match
         matched_.clear();
@@ -83,23 +83,42 @@ bool QueryState::block_passes(const Archetype& a, std::size_t block) const noexc
         if (f.added) continue;  // added ticks have no block bounds
         const Column& c = a.columns[static_cast<std::uint32_t>(a.slot(f.id))];
         const std::uint64_t since = f.since_last_run ? run_since_ : f.tick;
-        if (c.changed_max[block] <= since && c.stamped <= since) return false;
+        if (load_bound(c.changed_max[block]) <= since && c.stamped <= since) return false;
     }
     return true;
 }
 
-void QueryState::begin_run() {
-    if (system_) return;
-    if (since_last_run_ && storage_->tick() >= World::max_tick) {
+void QueryState::add_gate(ComponentId id) {
+    if (std::find(gates_.begin(), gates_.end(), id) == gates_.end()) gates_.push_back(id);
+}
+
+bool QueryState::gated(const Archetype& a) const noexcept {
+    if (!a.enableable) return false;
+    return std::any_of(gates_.begin(), gates_.end(), [&a](ComponentId id) {
+        const std::int32_t c = a.slot(id);
+        return c >= 0 && a.columns[static_cast<std::uint32_t>(c)].enabled != nullptr;
+    });
+}
+
+bool QueryState::gates_pass(const Archetype& a, std::uint32_t row) const noexcept {
+    for (const ComponentId id : gates_) {
+        const std::int32_t c = a.slot(id);
+        if (c < 0) continue;
+        const std::uint8_t* flags = a.columns[static_cast<std::uint32_t>(c)].enabled;
+        if (flags != nullptr && flags[row] == 0) return false;
+    }
+    return true;
+}
+
+void QueryState::check_tick_room() const {
+    if (storage_->tick() >= World::max_tick) {
         throw Error(errc::limit_exceeded,
                     "Query: a run with a change filter advances the world tick, which is at "
                     "World::max_tick");
     }
-    run_since_ = last_run_;
 }
 
-void QueryState::end_run() noexcept {
-    if (system_ || !since_last_run_) return;
+void QueryState::finish_run() noexcept {
     // Everything written so far is stamped with at most the current tick; moving past it makes
     // the next run see exactly the writes that come after this one.
     last_run_ = storage_->tick();

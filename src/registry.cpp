@@ -188,7 +188,6 @@ void check_definition(std::string_view name, std::span<const FieldDef> fields,
             if (fields[j].name == f.name) fail("field '" + std::string(f.name) + "' appears twice");
         }
     }
-    if (fields.empty() && options.enableable) fail("a tag (no fields) can't be enableable");
     if (options.eager_tracking && (fields.empty() || !options.track_changes))
         fail("eager_tracking needs change ticks: fields and track_changes");
 }

@@ -298,7 +298,9 @@ std::vector<std::byte> save_binary(const Storage& s, const char* op) {
             const std::int32_t slot = a.slot(id);
             if (slot < 0) continue;
             const Column& col = a.columns[static_cast<std::uint32_t>(slot)];
-            if (info.relation != nullptr) {
+            if (info.is_tag()) {
+                // An enableable tag: its column holds the flags below, no values.
+            } else if (info.relation != nullptr) {
                 for (std::uint32_t r = 0; r < a.size; ++r) {
                     const auto& list =
                         *reinterpret_cast<const Targets*>(col.data + std::size_t{r} * col.size);

@@ -298,9 +298,11 @@ void build(const Image& image, ColumnSource& columns, Storage& b, const char* op
                 const std::int32_t c = a->slot(ids[k]);
                 if (c < 0) continue;  // a tag
                 Column& col = a->columns[static_cast<std::uint32_t>(c)];
-                filled.reserve(filled.size() + 1);
-                columns.values(ai, k, col.data, n, b);
-                filled.push_back(&col);
+                if (!col.info->is_tag()) {  // an enableable tag's column has flags only
+                    filled.reserve(filled.size() + 1);
+                    columns.values(ai, k, col.data, n, b);
+                    filled.push_back(&col);
+                }
                 if (col.enabled != nullptr) columns.flags(ai, k, col.enabled, n);
                 if (col.changed != nullptr) {
                     columns.ticks(ai, k, col.added, col.changed, n);

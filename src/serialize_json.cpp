@@ -361,7 +361,7 @@ json save_json(const Storage& s, const char* op) {
                 fail(op, "entity " + entity_text(a.entities[r]) + ", component " +
                              std::string(info.name) + ": " + why);
             };
-            for (; r < a.size; ++r) {
+            for (; r < a.size && !info.is_tag(); ++r) {  // an enableable tag: flags only
                 const std::byte* v = col.data + std::size_t{r} * col.size;
                 if (info.relation != nullptr) {
                     json list = json::array();
@@ -372,7 +372,7 @@ json save_json(const Storage& s, const char* op) {
                     column.push_back(value_to_json(*info.schema, v, s.strings_if(), bad));
                 }
             }
-            values.push_back(std::move(column));
+            values.push_back(info.is_tag() ? json(nullptr) : std::move(column));
             if (col.enabled != nullptr)
                 flags.push_back(std::vector<std::uint8_t>(col.enabled, col.enabled + a.size));
             else

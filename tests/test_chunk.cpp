@@ -137,7 +137,7 @@ TEST(Chunk, EnabledOfAComponentThatIsNotEnableableThrows) {
     }
     try {
         (void)chunks[0].enabled<Frozen>();
-        FAIL() << "expected not_enableable (tags never are)";
+        FAIL() << "expected not_enableable (a tag not declared enableable)";
     } catch (const ts::Error& e) {
         EXPECT_EQ(e.code(), ts::errc::not_enableable);
     }

@@ -97,9 +97,6 @@ TEST(Dynamic, BadDefinitionsAreInvalidArgument) {
                   w.component("DynBad3", {{"s", ts::Field::string}});
               }),
               ts::errc::invalid_argument);
-    EXPECT_EQ(
-        error_of([&] { w.component("DynBad4", {}, ts::ComponentOptions{.enableable = true}); }),
-        ts::errc::invalid_argument);
     EXPECT_EQ(error_of([&] {
                   w.component("DynBad5", {{"a.b", ts::Field::i32}});
               }),
@@ -266,6 +263,32 @@ TEST(Dynamic, EnableableRuntimeComponent) {
     EXPECT_EQ(error_of([&] { w.enable(w.spawn(), ai); }), ts::errc::missing_component);
     EXPECT_EQ(error_of([&] { (void)w.is_enabled(e, ts::ComponentId{0x7FFFFFF0u}); }),
               ts::errc::not_registered);
+}
+
+TEST(Dynamic, RuntimeTagsCanBeEnableable) {
+    ts::World w;
+    const ts::ComponentId stunned = w.component("DynStunned", {}, {.enableable = true});
+    EXPECT_TRUE(ts::component_info(stunned).is_tag());
+    EXPECT_TRUE(ts::component_info(stunned).enableable);
+    const ts::Entity a = w.spawn();
+    const ts::Entity b = w.spawn();
+    w.add(a, stunned);
+    w.add(b, stunned);
+    w.enable(a, stunned, false);
+    EXPECT_FALSE(w.is_enabled(a, stunned));
+    EXPECT_TRUE(w.is_enabled(b, stunned));
+    EXPECT_TRUE(w.has(a, stunned));
+    ts::DynamicQuery q = w.query_dynamic({.all = {stunned}});
+    int off = 0;
+    q.each_chunk([&](ts::Chunk& c) {
+        ASSERT_NE(c.enabled(stunned), nullptr);
+        EXPECT_EQ(c.column_bytes(stunned), nullptr);
+        for (std::size_t r = 0; r < c.count(); ++r) off += c.enabled(stunned)[r] == 0 ? 1 : 0;
+    });
+    EXPECT_EQ(off, 1);
+    w.remove(a, stunned);
+    w.add(a, stunned);
+    EXPECT_TRUE(w.is_enabled(a, stunned));
 }
 
 TEST(Dynamic, ChangeTicksById) {

@@ -967,6 +967,33 @@ TEST(Query, QuerySurvivesAWorldMove) {
     EXPECT_EQ(c.get<Position>(e3).y, 0.0f);
 }
 
+// A query keeps each matched table's columns between runs: they must follow the tables' growth
+// (their base pointers move), optional terms absent from a table, and a restore that replaces
+// every table.
+TEST(Query, KeptColumnsFollowGrowthAbsenceAndRestore) {
+    ts::World w;
+    const ts::Entity first = w.spawn(Position{1, 0}, Velocity{2, 0});
+    w.spawn(Position{5, 0});  // a table without Velocity: the optional term is null there
+    auto q = w.query<Position&, const Velocity*>();
+    auto sum = [&] {
+        float total = 0;
+        q.each([&](Position& p, const Velocity* v) { total += p.x + (v != nullptr ? v->dx : 0); });
+        return total;
+    };
+    EXPECT_EQ(sum(), 8.0f);
+    const ts::Snapshot snap = w.snapshot();
+    for (int i = 0; i < 5000; ++i) w.spawn(Position{1, 0}, Velocity{1, 0});  // tables grow
+    EXPECT_EQ(sum(), 8.0f + 5000 * 2.0f);
+    q.each_chunk([](ts::Chunk& c, std::span<Position> p, std::span<const Velocity> v) {
+        EXPECT_EQ(p.size(), c.count());
+        EXPECT_TRUE(v.empty() || v.size() == c.count());
+    });
+    w.restore(snap);  // new tables: the query matches them again
+    EXPECT_EQ(sum(), 8.0f);
+    w.get_mut<Position>(first).x = 10;
+    EXPECT_EQ(sum(), 17.0f);
+}
+
 // =============================================================================================
 // Randomized model test: queries against a brute-force filter over world.entities()
 // =============================================================================================

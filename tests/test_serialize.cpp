@@ -48,6 +48,7 @@ struct NoCopy {
     std::unique_ptr<int> p;
 };
 struct Frozen {};
+struct Stunned {};  // an enableable tag
 struct Floats {
     float f = 0;
     double d = 0;
@@ -63,6 +64,10 @@ TESSERA_REFLECT(sz::Ai, mode)
 TESSERA_REFLECT(sz::Floats, f, d, arr)
 template <>
 struct tessera::component_traits<sz::Ai> {
+    static constexpr bool enableable = true;
+};
+template <>
+struct tessera::component_traits<sz::Stunned> {
     static constexpr bool enableable = true;
 };
 
@@ -242,6 +247,39 @@ TEST(Binary, RoundTripIsExact) {
     EXPECT_EQ(back.entities(), w.entities());
     EXPECT_EQ(ts::state_hash(back), ts::state_hash(w));
     EXPECT_EQ(ts::save(back), bytes);
+}
+
+// An enableable tag's flags live in a column without values: every copy keeps them, and the
+// state hash sees them.
+TEST(Snapshot, EveryCopyKeepsTheFlagsOfAnEnableableTag) {
+    ts::World w;
+    std::vector<ts::Entity> es;
+    for (int i = 0; i < 5; ++i) es.push_back(w.spawn(sz::Pos{float(i), 0}, sz::Stunned{}));
+    w.enable<sz::Stunned>(es[1], false);
+    w.enable<sz::Stunned>(es[3], false);
+    auto flags = [&](const ts::World& x) {
+        std::vector<bool> out;
+        for (const ts::Entity e : es) out.push_back(x.is_enabled<sz::Stunned>(e));
+        return out;
+    };
+    const std::vector<bool> want{true, false, true, false, true};
+    ASSERT_EQ(flags(w), want);
+    ts::World json_copy;
+    ts::from_json(nlohmann::json::parse(ts::to_json(w).dump()), json_copy);
+    EXPECT_EQ(flags(json_copy), want);
+    ts::World binary_copy;
+    ts::load(ts::save(w), binary_copy);
+    EXPECT_EQ(flags(binary_copy), want);
+    EXPECT_EQ(flags(w.clone()), want);
+    const ts::Snapshot snap = w.snapshot();
+    const std::uint64_t hash = ts::state_hash(w);
+    EXPECT_EQ(ts::state_hash(json_copy), hash);
+    EXPECT_EQ(ts::state_hash(binary_copy), hash);
+    w.enable<sz::Stunned>(es[1], true);
+    EXPECT_NE(ts::state_hash(w), hash);
+    w.restore(snap);
+    EXPECT_EQ(flags(w), want);
+    EXPECT_EQ(ts::state_hash(w), hash);
 }
 
 TEST(Snapshot, EveryCopyKeepsWhichRowsChangedSinceATick) {

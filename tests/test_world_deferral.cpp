@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory_resource>
 #include <new>
 #include <set>
@@ -91,9 +92,13 @@ TEST(WorldEnable, EachSkipsDisabledRowsChunksSeeTheFlags) {
     std::set<int> seen;
     w.query<const Ai&>().each([&](const Ai& ai) { seen.insert(ai.level); });
     EXPECT_EQ(seen, (std::set<int>{1, 2, 4, 5, 7, 8}));
-    // A query whose terms don't name Ai is not gated by it.
+    // A `with` filter on an enableable component gates like a term (CozyECS's `all`); a query
+    // that names Ai nowhere is not gated by it.
     int positions = 0;
     w.query<const Position&>().with<Ai>().each([&](const Position&) { ++positions; });
+    EXPECT_EQ(positions, 6);
+    positions = 0;
+    w.query<const Position&>().each([&](const Position&) { ++positions; });
     EXPECT_EQ(positions, 10);
     EXPECT_EQ(w.query<const Ai&>().count(), 10u);  // count includes disabled rows
     std::size_t off = 0;
@@ -102,6 +107,81 @@ TEST(WorldEnable, EachSkipsDisabledRowsChunksSeeTheFlags) {
         EXPECT_THROW((void)c.enabled<Position>(), ts::Error);
     }
     EXPECT_EQ(off, 4u);
+}
+
+TEST(WorldEnable, WithFiltersGateParEachViewsAndDespawnAll) {
+    ts::World w;
+    std::vector<ts::Entity> es;
+    for (int i = 0; i < 3000; ++i) es.push_back(w.spawn(Position{float(i), 0}, Ai{i}));
+    for (int i = 0; i < 3000; i += 2) w.enable<Ai>(es[static_cast<std::size_t>(i)], false);
+    std::atomic<int> n{0};
+    w.query<const Position&>().with<Ai>().par_each([&](const Position& p) {
+        EXPECT_EQ(static_cast<int>(p.x) % 2, 1);
+        ++n;
+    });
+    EXPECT_EQ(n.load(), 1500);
+    int seen = 0;
+    ts::Schedule s(1);
+    s.add("odd", [&](ts::View<const Position&, ts::With<Ai>> v) {
+        v.each([&](const Position&) { ++seen; });
+    });
+    s.run(w);
+    EXPECT_EQ(seen, 1500);
+    auto q = w.query<const Position&>().with<Ai>();
+    EXPECT_EQ(w.despawn_all(q), 1500u);  // what `each` would visit: the enabled rows
+    EXPECT_EQ(w.count(), 1500u);
+    EXPECT_FALSE(w.is_alive(es[1]));
+    EXPECT_TRUE(w.is_alive(es[0]));
+}
+
+TEST(WorldEnable, TagsCanBeEnableable) {
+    ts::World w;
+    std::vector<ts::Entity> es;
+    for (int i = 0; i < 6; ++i) es.push_back(w.spawn(Plain{i}, Toggle{}));
+    const auto many = w.spawn_many(3, [](std::size_t i, Plain& p, Toggle&) { p.v = 10 + int(i); });
+    EXPECT_TRUE(w.is_enabled<Toggle>(es[0]));
+    EXPECT_TRUE(w.is_enabled<Toggle>(many[2]));
+    const std::size_t archetypes = w.archetype_count();
+    w.enable<Toggle>(es[1], false);
+    w.enable<Toggle>(es[4], false);
+    EXPECT_FALSE(w.is_enabled<Toggle>(es[1]));
+    EXPECT_TRUE(w.has<Toggle>(es[1]));  // still there, no move
+    EXPECT_EQ(w.archetype_count(), archetypes);
+    auto values = [&](auto&& q) {
+        std::set<int> out;
+        q.each([&](const Plain& p, auto&&...) { out.insert(p.v); });
+        return out;
+    };
+    const std::set<int> enabled{0, 2, 3, 5, 10, 11, 12};
+    EXPECT_EQ(values(w.query<const Plain&, const Toggle&>()), enabled);  // a tag term gates
+    EXPECT_EQ(values(w.query<const Plain&>().with<Toggle>()), enabled);  // so does `with`
+    EXPECT_EQ(values(w.query<const Plain&, const Toggle*>()), enabled);
+    for (ts::Chunk& c : w.query<const Plain&>().with<Toggle>().chunks()) {
+        const auto flags = c.enabled<Toggle>();
+        ASSERT_EQ(flags.size(), c.count());
+        EXPECT_TRUE(c.column<Toggle>().empty());  // flags, no values
+        std::size_t off = 0;
+        for (const std::uint8_t f : flags) off += f == 0 ? 1 : 0;
+        EXPECT_EQ(off, 2u);
+    }
+    // The flag travels with the row: moves, the row filling a despawn's hole, re-adds.
+    w.add(es[1], Position{});
+    EXPECT_FALSE(w.is_enabled<Toggle>(es[1]));
+    w.despawn(es[0]);  // the last row (many[2]) fills row 0
+    EXPECT_TRUE(w.is_enabled<Toggle>(many[2]));
+    EXPECT_FALSE(w.is_enabled<Toggle>(es[4]));
+    w.remove<Toggle>(es[4]);
+    w.add<Toggle>(es[4]);
+    EXPECT_TRUE(w.is_enabled<Toggle>(es[4]));  // re-added: enabled again
+    ts::CommandBuffer cb;
+    const ts::Entity fresh = w.spawn(Plain{99});
+    cb.add<Toggle>(fresh);
+    cb.apply(w);
+    EXPECT_TRUE(w.is_enabled<Toggle>(fresh));
+    // A copy keeps the flags.
+    const ts::World copy = w.clone();
+    EXPECT_FALSE(copy.is_enabled<Toggle>(es[1]));
+    EXPECT_TRUE(copy.is_enabled<Toggle>(fresh));
 }
 
 TEST(WorldEnable, ErrorsNameTheCallAndChangeNothing) {
@@ -114,12 +194,6 @@ TEST(WorldEnable, ErrorsNameTheCallAndChangeNothing) {
     } catch (const ts::Error& err) {
         EXPECT_EQ(err.code(), ts::errc::not_enableable);
         EXPECT_NE(std::string(err.what()).find("Plain"), std::string::npos);
-    }
-    try {
-        (void)w.is_enabled<Toggle>(e);  // enableable tags are not supported
-        FAIL();
-    } catch (const ts::Error& err) {
-        EXPECT_EQ(err.code(), ts::errc::not_enableable);
     }
     try {
         w.enable<Ai>(no_ai, false);

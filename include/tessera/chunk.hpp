@@ -16,6 +16,7 @@
 #include <tessera/detail/storage.hpp>
 #include <tessera/entity.hpp>
 #include <tessera/error.hpp>
+#include <tessera/mut.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -58,13 +59,24 @@ public:
         if (data == nullptr) return {};
         return {reinterpret_cast<T*>(data), archetype_->size};
     }
+    /// The column of `T` seen through `Mut<T>` (mut.hpp): `write(i)` marks row `i` changed, reads
+    /// mark nothing. Empty when the chunk lacks `T`. O(1).
+    template <class T>
+    [[nodiscard]] MutColumn<T> mut_column() const noexcept {
+        const std::int32_t c = archetype_->slot(component_id<T>());
+        if (c < 0) return {};
+        const detail::Column& col = archetype_->columns[static_cast<std::uint32_t>(c)];
+        const detail::MutBase<T> base{reinterpret_cast<T*>(col.data), col.changed, col.changed_max,
+                                      tick_ != 0 ? tick_ : storage_->tick()};
+        return {base, archetype_->size};
+    }
     /// One byte per row, 1 = enabled, for an enableable `T`; empty when the chunk lacks `T`.
     /// Chunk loops don't skip disabled rows: they test these flags. @throws
-    /// Error(not_enableable) unless `component_traits<T>::enableable` (tags never are).
+    /// Error(not_enableable) unless `component_traits<T>::enableable` (tags included).
     template <class T>
     [[nodiscard]] std::span<const std::uint8_t> enabled() const {
         const ComponentId id = component_id<T>();
-        if (!detail::enableable_v<T> || std::is_empty_v<T>) {
+        if (!detail::enableable_v<T>) {
             throw Error(errc::not_enableable, "Chunk::enabled<" +
                                                   std::string(component_info(id).name) +
                                                   ">: the component is not enableable");

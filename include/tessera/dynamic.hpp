@@ -45,7 +45,7 @@ struct FieldDef {
 
 /// Options of a runtime component.
 struct ComponentOptions {
-    bool enableable = false;    ///< per-entity on/off flag (not for tags: a tag has no column)
+    bool enableable = false;    ///< per-entity on/off flag (tags too: a column of flags only)
     bool track_changes = true;  ///< false: change ticks can never be asked for
     /// Change ticks from the first row on (as `component_traits<T>::eager_tracking`), not from
     /// the first read of them. Needs `track_changes` and fields.

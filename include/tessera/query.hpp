@@ -12,8 +12,10 @@
 #include <tessera/chunk.hpp>
 #include <tessera/detail/operations.hpp>
 #include <tessera/detail/parallel.hpp>
+#include <tessera/detail/terms.hpp>
 #include <tessera/detail/type_list.hpp>
 #include <tessera/error.hpp>
+#include <tessera/mut.hpp>
 #include <tessera/observer.hpp>
 #include <tessera/world.hpp>
 
@@ -79,7 +81,10 @@ public:
     /// The state of an empty query: it belongs to no world and matches nothing.
     QueryState() noexcept = default;
     explicit QueryState(Storage& storage)
-        : storage_(&storage), matched_(storage.resource()), filters_(storage.resource()) {}
+        : storage_(&storage),
+          matched_(storage.resource()),
+          filters_(storage.resource()),
+          gates_(storage.resource()) {}
     QueryState(const QueryState&) = default;
     QueryState(QueryState&&) noexcept = default;
     QueryState& operator=(const QueryState&) = default;
@@ -99,11 +104,25 @@ public:
 
     /// Matches the archetypes created since the last call (allocates only when there are new
     /// matches), then returns the matched archetype indices (none for an empty query).
-    std::span<const std::uint32_t> update();
+    std::span<const std::uint32_t> update() {
+        // Inline: in a steady state (no new archetype, no restore) a run only compares.
+        if (storage_ != nullptr && seen_ == storage_->archetype_slots() &&
+            epoch_ == storage_->layout_epoch()) [[likely]] {
+            return matched_;
+        }
+        return match_new();
+    }
     /// Adds a change filter (turns tracking on for its component). @throws
     /// Error(invalid_argument) on an empty query (no world to track it in).
     void add_filter(ChangeFilter f);
     [[nodiscard]] std::span<const ChangeFilter> filters() const noexcept { return filters_; }
+    /// Adds an enableable component of a `with` filter: rows where it is disabled are skipped,
+    /// as for a term's (each id once).
+    void add_gate(ComponentId id);
+    /// Whether some `with` gate has enable flags in `a`.
+    [[nodiscard]] bool gated(const Archetype& a) const noexcept;
+    /// Whether every `with` gate that `a` has is enabled at `row`. O(gates).
+    [[nodiscard]] bool gates_pass(const Archetype& a, std::uint32_t row) const noexcept;
     /// Whether `row` of `a` passes every change filter, given this run's last-run tick.
     [[nodiscard]] bool passes(const Archetype& a, std::uint32_t row) const noexcept;
     /// False when no row of block `block` (`tick_block` rows) of `a` can pass the change
@@ -112,8 +131,15 @@ public:
     /// Called when a run starts and ends: "since the last run" bookkeeping. A run outside
     /// systems with a since-last-run filter advances the world tick at its end, so `begin_run`
     /// throws Error(limit_exceeded) when the tick is at `World::max_tick`, before anything runs.
-    void begin_run();
-    void end_run() noexcept;
+    void begin_run() {
+        if (system_) return;
+        if (since_last_run_) check_tick_room();
+        run_since_ = last_run_;
+    }
+    void end_run() noexcept {
+        if (system_ || !since_last_run_) return;
+        finish_run();
+    }
     /// Runs made by a system of a schedule: `since` is the system's previous tick and writes
     /// are stamped with `tick`; the query then neither defers the world nor advances its tick
     /// (other systems run at the same time).
@@ -149,17 +175,22 @@ public:
     [[nodiscard]] Storage& storage() const noexcept { return *storage_; }
 
 private:
+    std::span<const std::uint32_t> match_new();  // update's slow path
+    void check_tick_room() const;                // begin_run: throws at World::max_tick
+    void finish_run() noexcept;                  // end_run: advances the tick
+
     Storage* storage_ = nullptr;
     std::pmr::vector<std::uint32_t> matched_;
     std::pmr::vector<ChangeFilter> filters_;
-    std::size_t seen_ = 0;          ///< archetypes examined so far
-    std::uint64_t epoch_ = 0;       ///< the storage's layout epoch `matched_` belongs to
-    std::uint64_t last_run_ = 0;    ///< tick at the end of the previous run
-    std::uint64_t run_since_ = 0;   ///< last_run_ as of this run's start
-    std::uint64_t write_tick_ = 0;  ///< set by a system run; 0 = the world's tick
-    bool since_last_run_ = false;   ///< some filter is "since the last run"
-    bool system_ = false;           ///< run by a schedule's system
-    bool exclusive_ = false;        ///< ... that runs alone
+    std::pmr::vector<ComponentId> gates_;  ///< enableable components of `with` filters
+    std::size_t seen_ = 0;                 ///< archetypes examined so far
+    std::uint64_t epoch_ = 0;              ///< the storage's layout epoch `matched_` belongs to
+    std::uint64_t last_run_ = 0;           ///< tick at the end of the previous run
+    std::uint64_t run_since_ = 0;          ///< last_run_ as of this run's start
+    std::uint64_t write_tick_ = 0;         ///< set by a system run; 0 = the world's tick
+    bool since_last_run_ = false;          ///< some filter is "since the last run"
+    bool system_ = false;                  ///< run by a schedule's system
+    bool exclusive_ = false;               ///< ... that runs alone
 };
 
 /// Throws Error(invalid_argument): `op` needs a world, and the query is empty.
@@ -167,111 +198,9 @@ private:
 /// Throws Error(invalid_argument): `op` was given a query of another world.
 [[noreturn]] void throw_foreign_query(const char* op);
 
-/// What a query term is: `T&` (write), `const T&` (read), `T*`/`const T*` (optional), `Entity`.
-template <class Term>
-struct term_traits {
-    static_assert(std::is_reference_v<Term> || std::is_pointer_v<Term>,
-                  "tessera: a query term is T&, const T&, T*, const T* or tessera::Entity");
-};
-template <class T>
-struct term_traits<T&> {
-    using component = std::remove_const_t<T>;
-    static constexpr bool required = true;
-    static constexpr bool writes = !std::is_const_v<T>;
-    static constexpr bool entity = false;
-    using pointer = T*;
-    using span = std::span<T>;
-};
-template <class T>
-struct term_traits<T*> {
-    using component = std::remove_const_t<T>;
-    static constexpr bool required = false;
-    static constexpr bool writes = !std::is_const_v<T>;
-    static constexpr bool entity = false;
-    using pointer = T*;
-    using span = std::span<T>;
-};
-template <>
-struct term_traits<Entity> {
-    using component = void;
-    static constexpr bool required = false;
-    static constexpr bool writes = false;
-    static constexpr bool entity = true;
-    using pointer = const Entity*;
-    using span = std::span<const Entity>;
-};
-
-/// The base pointer of a term's column in `a` (null for an absent optional term).
-template <class Term>
-typename term_traits<Term>::pointer term_base(const Storage& s, const Archetype& a) noexcept {
-    using Tr = term_traits<Term>;
-    if constexpr (Tr::entity) {
-        return a.entities;
-    } else if constexpr (std::is_empty_v<typename Tr::component>) {
-        // A tag has no column: every row refers to one shared stand-in value.
-        static typename Tr::component tag{};
-        return a.contains(component_id<typename Tr::component>()) ? &tag : nullptr;
-    } else {
-        return reinterpret_cast<typename Tr::pointer>(
-            s.column_data(component_id<typename Tr::component>(), a.index));
-    }
-}
-
-/// The argument a term passes for row `i`.
-template <class Term>
-decltype(auto) term_arg(typename term_traits<Term>::pointer base, std::size_t i) noexcept {
-    using Tr = term_traits<Term>;
-    if constexpr (Tr::entity) {
-        return base[i];
-    } else if constexpr (std::is_empty_v<typename Tr::component>) {
-        if constexpr (Tr::required)
-            return *base;
-        else
-            return base;
-    } else if constexpr (Tr::required) {
-        return base[i];
-    } else {
-        return base == nullptr ? base : base + i;
-    }
-}
-
-/// Stamps the changed ticks of every row of `a` for each written (`T&`/`T*`) term.
-template <class... Terms>
-void stamp_written(Archetype& a, std::uint64_t tick) noexcept {
-    if (!a.tracked) return;
-    (
-        [&] {
-            using Tr = term_traits<Terms>;
-            if constexpr (Tr::writes && !Tr::entity && !std::is_empty_v<typename Tr::component>) {
-                Storage::stamp_column(a, component_id<typename Tr::component>(), tick);
-            }
-        }(),
-        ...);
-}
-
-/// The enable flags of a term's column in `a`, or null when the term's component is not
-/// enableable, absent, or the term is an entity.
-template <class Term>
-const std::uint8_t* term_flags(const Archetype& a) noexcept {
-    using Tr = term_traits<Term>;
-    if constexpr (Tr::entity) {
-        return nullptr;
-    } else if constexpr (!enableable_v<typename Tr::component> ||
-                         std::is_empty_v<typename Tr::component>) {
-        return nullptr;
-    } else {
-        const std::int32_t c = a.slot(component_id<typename Tr::component>());
-        return c < 0 ? nullptr : a.columns[static_cast<std::uint32_t>(c)].enabled;
-    }
-}
-
-/// Whether `F` takes a leading `Entity` before the terms.
-template <class F, class... Terms>
-inline constexpr bool takes_entity_v = std::is_invocable_v<F&, Entity, Terms...>;
-
 }  // namespace detail
 
-/// A cached query over `Terms...` (`T&`, `const T&`, `T*`, `const T*`, `Entity`).
+/// A cached query over `Terms...` (`T&`, `const T&`, `T*`, `const T*`, `Mut<T>`, `Entity`).
 ///
 /// Building it matches the existing archetypes once; archetypes created later are matched
 /// incrementally when it next runs, so iterating allocates nothing in a steady state. Filters
@@ -306,9 +235,15 @@ public:
             ...);
     }
 
-    /// Requires every one of `Ts` (not passed to the callback).
+    /// Requires every one of `Ts` (not passed to the callback). For an enableable `T` (tags
+    /// included), `each` and `par_each` skip rows where it is disabled, as for a term's.
     template <class... Ts>
     Query& with() & {
+        (
+            [&] {
+                if constexpr (detail::enableable_v<Ts>) state_.add_gate(component_id<Ts>());
+            }(),
+            ...);
         return add_ids<Ts...>(state_.spec.all);
     }
     /// `with` on a temporary query (`world.query<...>().with<T>()`).
@@ -382,8 +317,9 @@ public:
     /// Calls `fn(terms...)` or `fn(entity, terms...)` for every matching row, archetype by
     /// archetype in creation order, rows in table order. Rows where a term's enableable
     /// component is disabled are skipped. `T&` and `T*` terms stamp the changed tick of the rows
-    /// visited (when `T` is tracked). Structural changes made by `fn` are deferred until the loop
-    /// ends. O(matched archetypes + rows); allocates nothing in a steady state.
+    /// visited (when `T` is tracked); `Mut<T>` terms only the rows written through them. Structural
+    /// changes made by `fn` are deferred until the loop ends. O(matched archetypes + rows);
+    /// allocates nothing in a steady state.
     template <class F>
     void each(F&& fn) {
         constexpr bool with_entity = detail::takes_entity_v<F, Terms...>;
@@ -396,12 +332,13 @@ public:
         detail::DeferScope defer(s, state_.owns_world());
         state_.begin_run();
         const bool filtered = !state_.filters().empty();
+        const std::uint64_t tick = state_.write_tick();
         for (const std::uint32_t index : matched) {
             detail::Archetype& a = s.archetype(index);
             if (a.size == 0) continue;
             // Tables without enable flags on the terms are stamped whole; the others per row.
-            if (!filtered && !gated(a)) detail::stamp_written<Terms...>(a, state_.write_tick());
-            run_range<with_entity>(fn, s, a, 0, a.size, filtered);
+            if (!filtered && !gated(a)) detail::stamp_written<Terms...>(a, tick);
+            run_range<with_entity>(fn, s, a, 0, a.size, filtered, tick);
         }
         state_.end_run();
         defer.close();
@@ -438,10 +375,12 @@ public:
         detail::ParallelScope parallel(s, state_.owns_world());
         state_.begin_run();
         const bool filtered = !state_.filters().empty();
+        // Taken here: a worker thread doesn't see a shared-world system's own tick.
+        const std::uint64_t tick = state_.write_tick();
         if (!filtered) {
             // Tables without enable flags on the terms are stamped whole; the others per row.
             for (detail::Archetype* a : tables_) {
-                if (!gated(*a)) detail::stamp_written<Terms...>(*a, state_.write_tick());
+                if (!gated(*a)) detail::stamp_written<Terms...>(*a, tick);
             }
         }
         detail::parallel_rows(
@@ -454,7 +393,7 @@ public:
                     const auto first = static_cast<std::uint32_t>(begin - starts_[k]);
                     const auto last =
                         static_cast<std::uint32_t>(std::min<std::size_t>(end - starts_[k], a.size));
-                    run_range<with_entity>(fn, s, a, first, last, filtered);
+                    run_range<with_entity>(fn, s, a, first, last, filtered, tick);
                     begin = starts_[k] + last;
                     ++k;
                 }
@@ -477,12 +416,13 @@ public:
         const std::span<const std::uint32_t> matched = state_.update();
         detail::DeferScope defer(s, state_.owns_world());
         state_.begin_run();
+        const std::uint64_t tick = state_.write_tick();
         for (const std::uint32_t index : matched) {
             detail::Archetype& a = s.archetype(index);
             if (a.size == 0) continue;
-            detail::stamp_written<Terms...>(a, state_.write_tick());
-            Chunk chunk(s, a, state_.write_tick());
-            fn(chunk, span_of<Terms>(s, a)...);
+            detail::stamp_written<Terms...>(a, tick);
+            Chunk chunk(s, a, tick);
+            fn(chunk, span_of<Terms>(s, a, tick)...);
         }
         state_.end_run();
         defer.close();
@@ -638,10 +578,11 @@ private:
 
     template <class Term>
     static typename detail::term_traits<Term>::span span_of(detail::Storage& s,
-                                                            detail::Archetype& a) noexcept {
+                                                            detail::Archetype& a,
+                                                            std::uint64_t tick) noexcept {
         using Tr = detail::term_traits<Term>;
-        auto base = detail::term_base<Term>(s, a);
-        if constexpr (Tr::entity) {
+        auto base = detail::term_base<Term>(s, a, tick);
+        if constexpr (Tr::entity || detail::is_mut_term_v<Term>) {
             return {base, a.size};
         } else {
             if (base == nullptr) return {};
@@ -649,12 +590,13 @@ private:
         }
     }
 
-    // Whether some term's component has enable flags in `a`.
-    static bool gated(const detail::Archetype& a) noexcept {
+    // Whether some term's component or `with` gate has enable flags in `a`.
+    bool gated(const detail::Archetype& a) const noexcept {
         if (!a.enableable) return false;
         const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
         return std::any_of(std::begin(flags), std::end(flags),
-                           [](const std::uint8_t* f) { return f != nullptr; });
+                           [](const std::uint8_t* f) { return f != nullptr; }) ||
+               state_.gated(a);
     }
 
     static bool enabled_row(const std::uint8_t* const* flags, std::uint32_t row) noexcept {
@@ -664,16 +606,15 @@ private:
         return true;
     }
 
-    void stamp_row([[maybe_unused]] detail::Storage& s, detail::Archetype& a,
-                   [[maybe_unused]] std::uint32_t row) noexcept {
+    static void stamp_row(detail::Archetype& a, [[maybe_unused]] std::uint32_t row,
+                          [[maybe_unused]] std::uint64_t tick) noexcept {
         if (!a.tracked) return;
         (
             [&] {
                 using Tr = detail::term_traits<Terms>;
-                if constexpr (Tr::writes && !Tr::entity &&
-                              !std::is_empty_v<typename Tr::component>) {
+                if constexpr (Tr::stamps) {
                     const std::int32_t c = a.slot(component_id<typename Tr::component>());
-                    if (c >= 0) detail::Storage::stamp_changed(a, row, c, state_.write_tick());
+                    if (c >= 0) detail::Storage::stamp_changed(a, row, c, tick);
                 }
             }(),
             ...);
@@ -692,9 +633,9 @@ private:
     // Rows [first, last) of `a`, with every per-row rule of `each` (flags, filters, stamps).
     template <bool WithEntity, class F>
     void run_range(F& fn, detail::Storage& s, detail::Archetype& a, std::uint32_t first,
-                   std::uint32_t last, bool filtered) {
+                   std::uint32_t last, bool filtered, std::uint64_t tick) {
         const std::tuple<typename detail::term_traits<Terms>::pointer...> bases{
-            detail::term_base<Terms>(s, a)...};
+            detail::term_base<Terms>(s, a, tick)...};
         const bool gate = gated(a);
         if (!gate && !filtered) {
             run_rows<WithEntity>(fn, a, bases, first, last, std::index_sequence_for<Terms...>{});
@@ -710,9 +651,9 @@ private:
                 continue;
             }
             for (; i < end; ++i) {
-                if (gate && !enabled_row(flags, i)) continue;
+                if (gate && !(enabled_row(flags, i) && state_.gates_pass(a, i))) continue;
                 if (filtered && !state_.passes(a, i)) continue;
-                stamp_row(s, a, i);
+                stamp_row(a, i, tick);
                 call<WithEntity>(fn, a, bases, i, std::index_sequence_for<Terms...>{});
             }
         }
@@ -767,10 +708,11 @@ std::size_t World::despawn_all(Query<Terms...>& query) {
     if (&state.storage() != storage_) [[unlikely]]
         detail::throw_foreign_query("World::despawn_all");
     const std::span<const std::uint32_t> matched = state.update();
-    const bool whole = state.filters().empty() &&
-                       std::none_of(matched.begin(), matched.end(), [this](std::uint32_t index) {
-                           return Query<Terms...>::gated(storage_->archetype(index));
-                       });
+    const bool whole =
+        state.filters().empty() &&
+        std::none_of(matched.begin(), matched.end(), [this, &query](std::uint32_t index) {
+            return query.gated(storage_->archetype(index));
+        });
     if (whole) {
         std::pmr::vector<std::uint32_t> tables(storage_->resource());
         for (const std::uint32_t index : matched) {

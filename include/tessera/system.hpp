@@ -3,11 +3,11 @@
 /// `EventWriter`, `EventReader`, `World&`, `float dt`) and the access each one declares. A
 /// `Schedule` (schedule.hpp) deduces a system's access from its parameter types.
 ///
-/// **Access.** `View` terms `T&`/`T*` write `T`, `const T&`/`const T*` read it, `Added<T>` and
-/// `Changed<T>` read it (its ticks); `With`/`Without`/`Any` read nothing (structural changes wait
-/// for the sync point). `Res<T>` reads resource `T`, `ResMut<T>` writes it, `EventReader<T>` reads
-/// the resource `Events<T>`; `Commands` and `EventWriter<T>` record into the system's own buffers
-/// and declare nothing; `World&` is exclusive.
+/// **Access.** `View` terms `T&`/`T*`/`Mut<T>` write `T`, `const T&`/`const T*` read it, `Added<T>`
+/// and `Changed<T>` read it (its ticks); `With`/`Without`/`Any` read nothing (structural changes
+/// wait for the sync point). `Res<T>` reads resource `T`, `ResMut<T>` writes it, `EventReader<T>`
+/// reads the resource `Events<T>`; `Commands` and `EventWriter<T>` record into the system's own
+/// buffers and declare nothing; `World&` is exclusive.
 #pragma once
 
 #include <tessera/commands.hpp>
@@ -255,9 +255,10 @@ struct view_access<type_list<Ts...>, type_list<Fs...>> {
 }  // namespace detail
 
 /// A system's view of the entities matching `Args`: query terms (`T&`, `const T&`, `T*`,
-/// `const T*`, `Entity`) followed by filters (`With`, `Without`, `Any`, `Added`, `Changed`).
-/// `Added`/`Changed` mean "since this system last ran", exactly once. Writes through `T&` and
-/// `T*` terms are stamped with the system's tick. Valid only during the system call.
+/// `const T*`, `Mut<T>`, `Entity`) followed by filters (`With`, `Without`, `Any`, `Added`,
+/// `Changed`). `Added`/`Changed` mean "since this system last ran", exactly once. Writes through
+/// `T&` and `T*` terms (every row visited) and `Mut<T>` (the rows written) are stamped with the
+/// system's tick. Valid only during the system call.
 template <class... Args>
 class View {
     using split = detail::split_view<detail::type_list<>, detail::type_list<>, Args...>;

@@ -17,6 +17,7 @@
 #include <tessera/error.hpp>
 #include <tessera/events.hpp>
 #include <tessera/fwd.hpp>
+#include <tessera/mut.hpp>
 #include <tessera/observer.hpp>
 #include <tessera/query.hpp>
 #include <tessera/reflect.hpp>

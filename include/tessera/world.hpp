@@ -329,9 +329,9 @@ public:
 
     /// Turns `e`'s `T` on or off. A disabled component stays on the entity (`has` is true, the
     /// archetype is unchanged, its value is kept); `each` skips rows where a component named by
-    /// its terms is disabled; chunk loops see the flags (`Chunk::enabled<T>()`). Never moves a
-    /// row, fires no event. @throws Error(not_enableable) unless
-    /// `component_traits<T>::enableable` (tags can't be enableable), Error(not_alive),
+    /// its terms or a `with` filter is disabled; chunk loops see the flags
+    /// (`Chunk::enabled<T>()`). Tags can be enableable too. Never moves a row, fires no event.
+    /// @throws Error(not_enableable) unless `component_traits<T>::enableable`, Error(not_alive),
     /// Error(missing_component)
     template <class T>
     void enable(Entity e, bool on = true);
@@ -358,7 +358,7 @@ public:
     /// id, valid in every world. Defining a name again with the same schema and options returns
     /// the same id. @throws Error(type_conflict) when `name` is already defined differently (or
     /// names a C++ component), Error(invalid_argument) for an empty or repeated field name, a
-    /// type runtime schemas can't hold, or an enableable tag.
+    /// type runtime schemas can't hold.
     ComponentId component(std::string_view name, std::initializer_list<FieldDef> schema = {});
     /// `component(name, schema)` with options (enableable, track_changes). @throws like it.
     ComponentId component(std::string_view name, std::initializer_list<FieldDef> schema,

@@ -680,7 +680,7 @@ json Inspector::Impl::entity(const World& world, Entity e) {
                   {"tag", info.is_tag()},
                   {"reflected", info.schema != nullptr},
                   {"enableable", info.enableable}};
-        if (info.enableable && !info.is_tag()) c["enabled"] = world.is_enabled(e, id);
+        if (info.enableable) c["enabled"] = world.is_enabled(e, id);
         json fields = json::array();
         bool truncated = false;
         if (info.schema != nullptr && value != nullptr) {

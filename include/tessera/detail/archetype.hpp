@@ -5,7 +5,8 @@
 /// Layout: an archetype is a sorted set of component ids plus a table of rows. Each non-tag
 /// component has a column (one contiguous, 64-byte aligned array of values); tracked components
 /// add two tick arrays (added, changed; the changed array ends with a bound per block of rows),
-/// enableable ones a byte per row. Every column and the entity column share the archetype's
+/// enableable ones a byte per row (an enableable tag has a column of flags and no value bytes).
+/// Every column and the entity column share the archetype's
 /// capacity. The slot table maps a component id to its column (dense by id value), so a typed
 /// lookup is one load.
 #pragma once
@@ -27,6 +28,12 @@ namespace tessera::detail {
 inline constexpr std::int32_t slot_absent = -1;
 inline constexpr std::int32_t slot_tag = -2;
 
+/// Whether a component has a column in the tables that hold it: every non-tag does, and an
+/// enableable tag does too (its column has no value bytes, only the enable flags).
+inline bool has_column(const ComponentInfo& ci) noexcept {
+    return !ci.is_tag() || ci.enableable;
+}
+
 /// Rows per entry of `Column::changed_max`.
 inline constexpr std::uint32_t tick_block = 16;
 
@@ -45,6 +52,12 @@ constexpr std::size_t changed_words(std::size_t capacity) noexcept {
 inline void raise_bound(std::uint64_t& bound, std::uint64_t tick) noexcept {
     std::atomic_ref<std::uint64_t> b(bound);
     if (b.load(std::memory_order_relaxed) < tick) b.store(tick, std::memory_order_relaxed);
+}
+
+/// Reads a block bound that `par_each` workers may be raising at the same time.
+inline std::uint64_t load_bound(const std::uint64_t& bound) noexcept {
+    return std::atomic_ref<std::uint64_t>(const_cast<std::uint64_t&>(bound))
+        .load(std::memory_order_relaxed);
 }
 
 /// One component's values in an archetype (the hooks a row move needs are copied here from the

@@ -90,11 +90,14 @@ T* lookup(const Storage& s, Entity e, ComponentId id) noexcept {
     return data == nullptr ? nullptr : reinterpret_cast<T*>(data) + r->row;
 }
 
-/// Constructs (or, when `existed`, replaces) the `U` at column `c` of `slot` (a tag when
-/// negative: no bytes), stamping it when tracked.
+/// Constructs (or, when `existed`, replaces) the `U` at column `c` of `slot` (none for a tag:
+/// no bytes), stamping it when tracked.
 template <class U, class... Args>
 [[gnu::always_inline]] inline void place(Storage& s, RowSlot slot, std::int32_t c, bool existed,
                                          Args&&... args) noexcept {
+    if constexpr (std::is_empty_v<U>) {
+        return;
+    }
     if (c < 0) return;
     Column& col = slot.archetype->columns[static_cast<std::uint32_t>(c)];
     U* p = reinterpret_cast<U*>(col.data) + slot.row;
@@ -124,7 +127,11 @@ void construct_at(RowSlot slot, std::int32_t column, Arg&& arg) noexcept {
 
 template <class U>
 U* column_ptr(const Archetype& a, std::int32_t slot, std::uint32_t row) noexcept {
-    return reinterpret_cast<U*>(a.columns[static_cast<std::uint32_t>(slot)].data) + row;
+    if constexpr (std::is_empty_v<U>) {
+        return nullptr;  // an enableable tag's column has flags, no values
+    } else {
+        return reinterpret_cast<U*>(a.columns[static_cast<std::uint32_t>(slot)].data) + row;
+    }
 }
 
 }  // namespace detail

@@ -1,0 +1,147 @@
+/// @file detail/terms.hpp
+/// Query terms: what each term type (`T&`, `const T&`, `T*`, `const T*`, `Mut<T>`, `Entity`)
+/// reads from a table, passes per row and stamps. Used by query.hpp and system.hpp. Internal.
+#pragma once
+
+#include <tessera/component.hpp>
+#include <tessera/detail/storage.hpp>
+#include <tessera/entity.hpp>
+#include <tessera/mut.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+
+namespace tessera::detail {
+
+/// What a query term is: `T&` (write), `const T&` (read), `T*`/`const T*` (optional), `Mut<T>`
+/// (write, row by row), `Entity`. `stamps`: a visit stamps the whole table's rows as changed.
+template <class Term>
+struct term_traits {
+    static_assert(std::is_reference_v<Term> || std::is_pointer_v<Term>,
+                  "tessera: a query term is T&, const T&, T*, const T*, tessera::Mut<T> or "
+                  "tessera::Entity");
+};
+template <class T>
+struct term_traits<T&> {
+    using component = std::remove_const_t<T>;
+    static constexpr bool required = true;
+    static constexpr bool writes = !std::is_const_v<T>;
+    static constexpr bool stamps = writes && !std::is_empty_v<component>;
+    static constexpr bool entity = false;
+    using pointer = T*;
+    using span = std::span<T>;
+};
+template <class T>
+struct term_traits<T*> {
+    using component = std::remove_const_t<T>;
+    static constexpr bool required = false;
+    static constexpr bool writes = !std::is_const_v<T>;
+    static constexpr bool stamps = writes && !std::is_empty_v<component>;
+    static constexpr bool entity = false;
+    using pointer = T*;
+    using span = std::span<T>;
+};
+template <class T>
+struct term_traits<Mut<T>> {
+    using component = T;
+    static constexpr bool required = true;
+    static constexpr bool writes = true;
+    static constexpr bool stamps = false;  // Mut<T>::write stamps its own row
+    static constexpr bool entity = false;
+    using pointer = MutBase<T>;
+    using span = MutColumn<T>;
+};
+template <>
+struct term_traits<Entity> {
+    using component = void;
+    static constexpr bool required = false;
+    static constexpr bool writes = false;
+    static constexpr bool stamps = false;
+    static constexpr bool entity = true;
+    using pointer = const Entity*;
+    using span = std::span<const Entity>;
+};
+
+template <class Term>
+inline constexpr bool is_mut_term_v = false;
+template <class T>
+inline constexpr bool is_mut_term_v<Mut<T>> = true;
+
+/// What a term reads from `a`: its column's base pointer (null for an absent optional term),
+/// or for `Mut<T>` the column and its ticks, with `tick` for the writes.
+template <class Term>
+typename term_traits<Term>::pointer term_base(const Storage& s, const Archetype& a,
+                                              [[maybe_unused]] std::uint64_t tick) noexcept {
+    using Tr = term_traits<Term>;
+    if constexpr (Tr::entity) {
+        return a.entities;
+    } else if constexpr (is_mut_term_v<Term>) {
+        const Column& c =
+            a.columns[static_cast<std::uint32_t>(a.slot(component_id<typename Tr::component>()))];
+        return {reinterpret_cast<typename Tr::component*>(c.data), c.changed, c.changed_max, tick};
+    } else if constexpr (std::is_empty_v<typename Tr::component>) {
+        // A tag has no column: every row refers to one shared stand-in value.
+        static typename Tr::component tag{};
+        return a.contains(component_id<typename Tr::component>()) ? &tag : nullptr;
+    } else {
+        return reinterpret_cast<typename Tr::pointer>(
+            s.column_data(component_id<typename Tr::component>(), a.index));
+    }
+}
+
+/// The argument a term passes for row `i`.
+template <class Term>
+decltype(auto) term_arg(const typename term_traits<Term>::pointer& base, std::size_t i) noexcept {
+    using Tr = term_traits<Term>;
+    if constexpr (Tr::entity) {
+        return base[i];
+    } else if constexpr (is_mut_term_v<Term>) {
+        return Term(base, i);
+    } else if constexpr (std::is_empty_v<typename Tr::component>) {
+        if constexpr (Tr::required)
+            return *base;
+        else
+            return base;
+    } else if constexpr (Tr::required) {
+        return base[i];
+    } else {
+        return base == nullptr ? base : base + i;
+    }
+}
+
+/// Stamps the changed ticks of every row of `a` for each `T&`/`T*` term (not `Mut<T>`).
+template <class... Terms>
+void stamp_written(Archetype& a, std::uint64_t tick) noexcept {
+    if (!a.tracked) return;
+    (
+        [&] {
+            using Tr = term_traits<Terms>;
+            if constexpr (Tr::stamps) {
+                Storage::stamp_column(a, component_id<typename Tr::component>(), tick);
+            }
+        }(),
+        ...);
+}
+
+/// The enable flags of a term's column in `a`, or null when the term's component is not
+/// enableable, absent, or the term is an entity.
+template <class Term>
+const std::uint8_t* term_flags(const Archetype& a) noexcept {
+    using Tr = term_traits<Term>;
+    if constexpr (Tr::entity) {
+        return nullptr;
+    } else if constexpr (!enableable_v<typename Tr::component>) {
+        return nullptr;
+    } else {
+        const std::int32_t c = a.slot(component_id<typename Tr::component>());
+        return c < 0 ? nullptr : a.columns[static_cast<std::uint32_t>(c)].enabled;
+    }
+}
+
+/// Whether `F` takes a leading `Entity` before the terms.
+template <class F, class... Terms>
+inline constexpr bool takes_entity_v = std::is_invocable_v<F&, Entity, Terms...>;
+
+}  // namespace tessera::detail
