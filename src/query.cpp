@@ -49,6 +49,7 @@ std::span<const std::uint32_t> QueryState::match_new() {
     if (storage_ == nullptr) return {};        // an empty query
     if (epoch_ != storage_->layout_epoch()) {  // the world was restored or loaded: re-match
         matched_.clear();
+        columns_.clear();
         seen_ = 0;
         epoch_ = storage_->layout_epoch();
     }
@@ -57,7 +58,14 @@ std::span<const std::uint32_t> QueryState::match_new() {
     for (; seen_ < total; ++seen_) {
         if (seen_ == pending_archetype) continue;  // entities spawned while deferred: no rows
         const Archetype& a = storage_->archetype(static_cast<std::uint32_t>(seen_));
-        if (spec.matches(a)) matched_.push_back(a.index);  // may throw: seen_ not advanced
+        if (!spec.matches(a)) continue;
+        // May throw: nothing changed then, seen_ not advanced.
+        columns_.reserve(columns_.size() + term_ids_.size());
+        matched_.push_back(a.index);
+        for (const ComponentId id : term_ids_) {
+            const std::int32_t c = a.slot(id);
+            columns_.push_back(c >= 0 ? &a.columns[static_cast<std::uint32_t>(c)] : &no_column);
+        }
     }
     return matched_;
 }
@@ -86,6 +94,13 @@ bool QueryState::block_passes(const Archetype& a, std::size_t block) const noexc
         if (load_bound(c.changed_max[block]) <= since && c.stamped <= since) return false;
     }
     return true;
+}
+
+void QueryState::set_terms(std::span<const ComponentId> ids) {
+    term_ids_.assign(ids.begin(), ids.end());
+    columns_.clear();
+    matched_.clear();
+    seen_ = 0;
 }
 
 void QueryState::add_gate(ComponentId id) {

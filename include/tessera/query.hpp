@@ -84,7 +84,9 @@ public:
         : storage_(&storage),
           matched_(storage.resource()),
           filters_(storage.resource()),
-          gates_(storage.resource()) {}
+          gates_(storage.resource()),
+          term_ids_(storage.resource()),
+          columns_(storage.resource()) {}
     QueryState(const QueryState&) = default;
     QueryState(QueryState&&) noexcept = default;
     QueryState& operator=(const QueryState&) = default;
@@ -116,6 +118,15 @@ public:
     /// Error(invalid_argument) on an empty query (no world to track it in).
     void add_filter(ChangeFilter f);
     [[nodiscard]] std::span<const ChangeFilter> filters() const noexcept { return filters_; }
+    /// The component of each term whose column a run reads (an id no component has for the
+    /// others: `Entity`, tags); set once by `Query`. Each matched archetype then keeps these
+    /// columns (`columns`), so a run finds a table's columns without looking them up.
+    void set_terms(std::span<const ComponentId> ids);
+    /// The columns of the terms (`set_terms` order) in the `k`-th matched archetype; `no_column`
+    /// where it has none. Column objects never move, so this holds across growth.
+    [[nodiscard]] const Column* const* columns(std::size_t k) const noexcept {
+        return columns_.data() + k * term_ids_.size();
+    }
     /// Adds an enableable component of a `with` filter: rows where it is disabled are skipped,
     /// as for a term's (each id once).
     void add_gate(ComponentId id);
@@ -170,6 +181,7 @@ public:
     /// Forgets the matches (the spec changed).
     void reset() noexcept {
         matched_.clear();
+        columns_.clear();
         seen_ = 0;
     }
     [[nodiscard]] Storage& storage() const noexcept { return *storage_; }
@@ -182,15 +194,17 @@ private:
     Storage* storage_ = nullptr;
     std::pmr::vector<std::uint32_t> matched_;
     std::pmr::vector<ChangeFilter> filters_;
-    std::pmr::vector<ComponentId> gates_;  ///< enableable components of `with` filters
-    std::size_t seen_ = 0;                 ///< archetypes examined so far
-    std::uint64_t epoch_ = 0;              ///< the storage's layout epoch `matched_` belongs to
-    std::uint64_t last_run_ = 0;           ///< tick at the end of the previous run
-    std::uint64_t run_since_ = 0;          ///< last_run_ as of this run's start
-    std::uint64_t write_tick_ = 0;         ///< set by a system run; 0 = the world's tick
-    bool since_last_run_ = false;          ///< some filter is "since the last run"
-    bool system_ = false;                  ///< run by a schedule's system
-    bool exclusive_ = false;               ///< ... that runs alone
+    std::pmr::vector<ComponentId> gates_;      ///< enableable components of `with` filters
+    std::pmr::vector<ComponentId> term_ids_;   ///< see `set_terms`
+    std::pmr::vector<const Column*> columns_;  ///< per matched archetype, per term
+    std::size_t seen_ = 0;                     ///< archetypes examined so far
+    std::uint64_t epoch_ = 0;                  ///< the storage's layout epoch `matched_` belongs to
+    std::uint64_t last_run_ = 0;               ///< tick at the end of the previous run
+    std::uint64_t run_since_ = 0;              ///< last_run_ as of this run's start
+    std::uint64_t write_tick_ = 0;             ///< set by a system run; 0 = the world's tick
+    bool since_last_run_ = false;              ///< some filter is "since the last run"
+    bool system_ = false;                      ///< run by a schedule's system
+    bool exclusive_ = false;                   ///< ... that runs alone
 };
 
 /// Throws Error(invalid_argument): `op` needs a world, and the query is empty.
@@ -233,6 +247,8 @@ public:
                 }
             }(),
             ...);
+        const ComponentId ids[] = {detail::term_column_id<Terms>()..., ComponentId{}};
+        state_.set_terms(std::span<const ComponentId>(ids, sizeof...(Terms)));
     }
 
     /// Requires every one of `Ts` (not passed to the callback). For an enableable `T` (tags
@@ -333,12 +349,12 @@ public:
         state_.begin_run();
         const bool filtered = !state_.filters().empty();
         const std::uint64_t tick = state_.write_tick();
-        for (const std::uint32_t index : matched) {
-            detail::Archetype& a = s.archetype(index);
+        for (std::size_t k = 0; k < matched.size(); ++k) {
+            detail::Archetype& a = s.archetype(matched[k]);
             if (a.size == 0) continue;
             // Tables without enable flags on the terms are stamped whole; the others per row.
             if (!filtered && !gated(a)) detail::stamp_written<Terms...>(a, tick);
-            run_range<with_entity>(fn, s, a, 0, a.size, filtered, tick);
+            run_range<with_entity>(fn, a, state_.columns(k), 0, a.size, filtered, tick);
         }
         state_.end_run();
         defer.close();
@@ -364,10 +380,10 @@ public:
         starts_.clear();
         tables_.clear();
         std::size_t total = 0;
-        for (const std::uint32_t index : matched) {
-            detail::Archetype& a = s.archetype(index);
+        for (std::size_t k = 0; k < matched.size(); ++k) {
+            detail::Archetype& a = s.archetype(matched[k]);
             if (a.size == 0) continue;
-            tables_.push_back(&a);
+            tables_.push_back({&a, state_.columns(k)});
             starts_.push_back(total);
             total += a.size;
         }
@@ -379,8 +395,8 @@ public:
         const std::uint64_t tick = state_.write_tick();
         if (!filtered) {
             // Tables without enable flags on the terms are stamped whole; the others per row.
-            for (detail::Archetype* a : tables_) {
-                if (!gated(*a)) detail::stamp_written<Terms...>(*a, tick);
+            for (const Table& t : tables_) {
+                if (!gated(*t.archetype)) detail::stamp_written<Terms...>(*t.archetype, tick);
             }
         }
         detail::parallel_rows(
@@ -389,11 +405,11 @@ public:
                 std::size_t k = static_cast<std::size_t>(
                     std::upper_bound(starts_.begin(), starts_.end(), begin) - starts_.begin() - 1);
                 while (begin < end) {
-                    detail::Archetype& a = *tables_[k];
+                    detail::Archetype& a = *tables_[k].archetype;
                     const auto first = static_cast<std::uint32_t>(begin - starts_[k]);
                     const auto last =
                         static_cast<std::uint32_t>(std::min<std::size_t>(end - starts_[k], a.size));
-                    run_range<with_entity>(fn, s, a, first, last, filtered, tick);
+                    run_range<with_entity>(fn, a, tables_[k].columns, first, last, filtered, tick);
                     begin = starts_[k] + last;
                     ++k;
                 }
@@ -417,12 +433,12 @@ public:
         detail::DeferScope defer(s, state_.owns_world());
         state_.begin_run();
         const std::uint64_t tick = state_.write_tick();
-        for (const std::uint32_t index : matched) {
-            detail::Archetype& a = s.archetype(index);
+        for (std::size_t k = 0; k < matched.size(); ++k) {
+            detail::Archetype& a = s.archetype(matched[k]);
             if (a.size == 0) continue;
             detail::stamp_written<Terms...>(a, tick);
             Chunk chunk(s, a, tick);
-            fn(chunk, span_of<Terms>(s, a, tick)...);
+            call_chunk(fn, chunk, a, state_.columns(k), tick, std::index_sequence_for<Terms...>{});
         }
         state_.end_run();
         defer.close();
@@ -576,12 +592,19 @@ private:
         return add_ids<T>(state_.spec.all);
     }
 
+    template <class F, std::size_t... I>
+    static void call_chunk(F& fn, Chunk& chunk, detail::Archetype& a,
+                           const detail::Column* const* cols, std::uint64_t tick,
+                           std::index_sequence<I...>) {
+        fn(chunk, span_of<Terms>(*cols[I], a, tick)...);
+    }
+
     template <class Term>
-    static typename detail::term_traits<Term>::span span_of(detail::Storage& s,
+    static typename detail::term_traits<Term>::span span_of(const detail::Column& col,
                                                             detail::Archetype& a,
                                                             std::uint64_t tick) noexcept {
         using Tr = detail::term_traits<Term>;
-        auto base = detail::term_base<Term>(s, a, tick);
+        auto base = detail::term_base<Term>(col, a, tick);
         if constexpr (Tr::entity || detail::is_mut_term_v<Term>) {
             return {base, a.size};
         } else {
@@ -632,10 +655,9 @@ private:
 
     // Rows [first, last) of `a`, with every per-row rule of `each` (flags, filters, stamps).
     template <bool WithEntity, class F>
-    void run_range(F& fn, detail::Storage& s, detail::Archetype& a, std::uint32_t first,
-                   std::uint32_t last, bool filtered, std::uint64_t tick) {
-        const std::tuple<typename detail::term_traits<Terms>::pointer...> bases{
-            detail::term_base<Terms>(s, a, tick)...};
+    void run_range(F& fn, detail::Archetype& a, const detail::Column* const* cols,
+                   std::uint32_t first, std::uint32_t last, bool filtered, std::uint64_t tick) {
+        const auto bases = bases_of(a, cols, tick, std::index_sequence_for<Terms...>{});
         const bool gate = gated(a);
         if (!gate && !filtered) {
             run_rows<WithEntity>(fn, a, bases, first, last, std::index_sequence_for<Terms...>{});
@@ -675,9 +697,20 @@ private:
         (void)seq;
     }
 
+    template <std::size_t... I>
+    static std::tuple<typename detail::term_traits<Terms>::pointer...> bases_of(
+        const detail::Archetype& a, const detail::Column* const* cols, std::uint64_t tick,
+        std::index_sequence<I...>) noexcept {
+        return {detail::term_base<Terms>(*cols[I], a, tick)...};
+    }
+
     detail::QueryState state_;
     // par_each's scratch, kept between runs so a steady state allocates nothing.
-    std::vector<detail::Archetype*> tables_;
+    struct Table {
+        detail::Archetype* archetype;
+        const detail::Column* const* columns;
+    };
+    std::vector<Table> tables_;
     std::vector<std::size_t> starts_;
 };
 

@@ -69,25 +69,39 @@ inline constexpr bool is_mut_term_v = false;
 template <class T>
 inline constexpr bool is_mut_term_v<Mut<T>> = true;
 
-/// What a term reads from `a`: its column's base pointer (null for an absent optional term),
-/// or for `Mut<T>` the column and its ticks, with `tick` for the writes.
+/// The component whose column a term reads (`QueryState::set_terms`): an id no component has
+/// for `Entity` and tags (they read none).
 template <class Term>
-typename term_traits<Term>::pointer term_base(const Storage& s, const Archetype& a,
+ComponentId term_column_id() noexcept {
+    using Tr = term_traits<Term>;
+    if constexpr (Tr::entity) {
+        return ComponentId{};
+    } else if constexpr (std::is_empty_v<typename Tr::component>) {
+        return ComponentId{};
+    } else {
+        return component_id<typename Tr::component>();
+    }
+}
+
+/// What a term reads from `a`, whose column of the term's component is `col` (`no_column`
+/// when absent): the column's base pointer (null for an absent optional term), or for
+/// `Mut<T>` the column and its ticks, with `tick` for the writes.
+template <class Term>
+typename term_traits<Term>::pointer term_base([[maybe_unused]] const Column& col,
+                                              const Archetype& a,
                                               [[maybe_unused]] std::uint64_t tick) noexcept {
     using Tr = term_traits<Term>;
     if constexpr (Tr::entity) {
         return a.entities;
-    } else if constexpr (is_mut_term_v<Term>) {
-        const Column& c =
-            a.columns[static_cast<std::uint32_t>(a.slot(component_id<typename Tr::component>()))];
-        return {reinterpret_cast<typename Tr::component*>(c.data), c.changed, c.changed_max, tick};
     } else if constexpr (std::is_empty_v<typename Tr::component>) {
-        // A tag has no column: every row refers to one shared stand-in value.
+        // A tag has no values: every row refers to one shared stand-in value.
         static typename Tr::component tag{};
         return a.contains(component_id<typename Tr::component>()) ? &tag : nullptr;
+    } else if constexpr (is_mut_term_v<Term>) {
+        return {reinterpret_cast<typename Tr::component*>(col.data), col.changed, col.changed_max,
+                tick};
     } else {
-        return reinterpret_cast<typename Tr::pointer>(
-            s.column_data(component_id<typename Tr::component>(), a.index));
+        return reinterpret_cast<typename Tr::pointer>(col.data);
     }
 }
 
