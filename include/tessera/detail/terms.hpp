@@ -23,10 +23,11 @@ struct term_traits {
                   "tessera: a query term is T&, const T&, T*, const T*, tessera::Mut<T> or "
                   "tessera::Entity");
 };
-template <class T>
-struct term_traits<T&> {
+/// `T&` (required) and `T*` (optional): the row's value, written unless `T` is const.
+template <class T, bool Required>
+struct value_term {
     using component = std::remove_const_t<T>;
-    static constexpr bool required = true;
+    static constexpr bool required = Required;
     static constexpr bool writes = !std::is_const_v<T>;
     static constexpr bool stamps = writes && !std::is_empty_v<component>;
     static constexpr bool entity = false;
@@ -34,15 +35,9 @@ struct term_traits<T&> {
     using span = std::span<T>;
 };
 template <class T>
-struct term_traits<T*> {
-    using component = std::remove_const_t<T>;
-    static constexpr bool required = false;
-    static constexpr bool writes = !std::is_const_v<T>;
-    static constexpr bool stamps = writes && !std::is_empty_v<component>;
-    static constexpr bool entity = false;
-    using pointer = T*;
-    using span = std::span<T>;
-};
+struct term_traits<T&> : value_term<T, true> {};
+template <class T>
+struct term_traits<T*> : value_term<T, false> {};
 template <class T>
 struct term_traits<Mut<T>> {
     using component = T;
