@@ -9,8 +9,9 @@
 /// `Changed<T>` filter, `changed_since`) must see exactly those rows. Reading through `get()`,
 /// `*` or `->` marks nothing. Both declare a write of `T` to a schedule.
 ///
-/// A `Mut<T>` is taken by value in the callback (`[](ts::Mut<Health> h) { ... }`); like a
-/// reference into the table, it stays valid until the next structural change.
+/// A `Mut<T>` is taken by value in the callback (`[](ts::Mut<Health> h) { ... }`; a reference
+/// or pointer to one does not compile, and there is no optional `Mut<T>`); like a reference
+/// into the table, it stays valid until the next structural change.
 #pragma once
 
 #include <tessera/detail/archetype.hpp>

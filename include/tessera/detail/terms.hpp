@@ -23,9 +23,17 @@ struct term_traits {
                   "tessera: a query term is T&, const T&, T*, const T*, tessera::Mut<T> or "
                   "tessera::Entity");
 };
+template <class Term>
+inline constexpr bool is_mut_term_v = false;
+template <class T>
+inline constexpr bool is_mut_term_v<Mut<T>> = true;
+
 /// `T&` (required) and `T*` (optional): the row's value, written unless `T` is const.
 template <class T, bool Required>
 struct value_term {
+    static_assert(!is_mut_term_v<std::remove_const_t<T>>,
+                  "tessera: take a Mut<T> term by value (ts::Mut<T>, not a reference or a "
+                  "pointer; there is no optional Mut<T>)");
     using component = std::remove_const_t<T>;
     static constexpr bool required = Required;
     static constexpr bool writes = !std::is_const_v<T>;
@@ -58,11 +66,6 @@ struct term_traits<Entity> {
     using pointer = const Entity*;
     using span = std::span<const Entity>;
 };
-
-template <class Term>
-inline constexpr bool is_mut_term_v = false;
-template <class T>
-inline constexpr bool is_mut_term_v<Mut<T>> = true;
 
 /// The component whose column a term reads (`QueryState::set_terms`): an id no component has
 /// for `Entity` and tags (they read none).
