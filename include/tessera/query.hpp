@@ -353,8 +353,9 @@ public:
             detail::Archetype& a = s.archetype(matched[k]);
             if (a.size == 0) continue;
             // Tables without enable flags on the terms are stamped whole; the others per row.
-            if (!filtered && !gated(a)) detail::stamp_written<Terms...>(a, tick);
-            run_range<with_entity>(fn, a, state_.columns(k), 0, a.size, filtered, tick);
+            const bool gate = gated(a);
+            if (!filtered && !gate) detail::stamp_written<Terms...>(a, tick);
+            run_range<with_entity>(fn, a, state_.columns(k), 0, a.size, filtered, gate, tick);
         }
         state_.end_run();
         defer.close();
@@ -383,7 +384,7 @@ public:
         for (std::size_t k = 0; k < matched.size(); ++k) {
             detail::Archetype& a = s.archetype(matched[k]);
             if (a.size == 0) continue;
-            tables_.push_back({&a, state_.columns(k)});
+            tables_.push_back({&a, state_.columns(k), gated(a)});
             starts_.push_back(total);
             total += a.size;
         }
@@ -396,7 +397,7 @@ public:
         if (!filtered) {
             // Tables without enable flags on the terms are stamped whole; the others per row.
             for (const Table& t : tables_) {
-                if (!gated(*t.archetype)) detail::stamp_written<Terms...>(*t.archetype, tick);
+                if (!t.gated) detail::stamp_written<Terms...>(*t.archetype, tick);
             }
         }
         detail::parallel_rows(
@@ -409,7 +410,8 @@ public:
                     const auto first = static_cast<std::uint32_t>(begin - starts_[k]);
                     const auto last =
                         static_cast<std::uint32_t>(std::min<std::size_t>(end - starts_[k], a.size));
-                    run_range<with_entity>(fn, a, tables_[k].columns, first, last, filtered, tick);
+                    run_range<with_entity>(fn, a, tables_[k].columns, first, last, filtered,
+                                           tables_[k].gated, tick);
                     begin = starts_[k] + last;
                     ++k;
                 }
@@ -655,10 +657,11 @@ private:
 
     // Rows [first, last) of `a`, with every per-row rule of `each` (flags, filters, stamps).
     template <bool WithEntity, class F>
+    // `gate`: `gated(a)`, worked out once per table by the caller.
     void run_range(F& fn, detail::Archetype& a, const detail::Column* const* cols,
-                   std::uint32_t first, std::uint32_t last, bool filtered, std::uint64_t tick) {
+                   std::uint32_t first, std::uint32_t last, bool filtered, bool gate,
+                   std::uint64_t tick) {
         const auto bases = bases_of(a, cols, tick, std::index_sequence_for<Terms...>{});
-        const bool gate = gated(a);
         if (!gate && !filtered) {
             run_rows<WithEntity>(fn, a, bases, first, last, std::index_sequence_for<Terms...>{});
             return;
@@ -709,6 +712,7 @@ private:
     struct Table {
         detail::Archetype* archetype;
         const detail::Column* const* columns;
+        bool gated;  ///< `gated(*archetype)`
     };
     std::vector<Table> tables_;
     std::vector<std::size_t> starts_;
