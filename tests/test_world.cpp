@@ -1,3 +1,4 @@
+#include <tessera/accessor.hpp>
 #include <tessera/observer.hpp>
 #include <tessera/query.hpp>
 #include <tessera/serialize.hpp>
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -315,6 +317,49 @@ TEST(World, TryGetIsNullForDeadOrAbsent) {
     w.despawn(e);
     EXPECT_EQ(w.try_get<Position>(e), nullptr);
     EXPECT_EQ(w.try_get<Position>(ts::Entity::null()), nullptr);
+}
+
+namespace {
+struct SeenByNoWorld {  // used only below, so no world there ever ensured it
+    int v = 0;
+};
+struct LaterTag {};
+}  // namespace
+
+// Every way the typed read path can find nothing, for try_get (null) and get (the error):
+// a type the world has never seen, a type the entity's table lacks, a table created after the
+// type's column list was last grown, a forged handle matching a free slot's generation, and an
+// index past the entity index.
+TEST(World, ReadsByHandleFindNothingWhereNothingIs) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 2});
+    const auto code = [&](auto read) -> std::optional<ts::errc> {
+        try {
+            read();
+        } catch (const ts::Error& err) {
+            return err.code();
+        }
+        return std::nullopt;  // nothing thrown
+    };
+    EXPECT_EQ(w.try_get<SeenByNoWorld>(e), nullptr);
+    EXPECT_EQ(code([&] { (void)w.get<SeenByNoWorld>(e); }), ts::errc::missing_component);
+    EXPECT_EQ(w.try_get<Velocity>(e), nullptr);
+    const ts::Entity moving = w.spawn(Velocity{3, 4});
+    EXPECT_EQ(w.get<Velocity>(moving).dy, 4);
+    // A table made after Velocity's column list, without Velocity.
+    const ts::Entity later = w.spawn(Position{5, 6}, LaterTag{});
+    EXPECT_EQ(w.try_get<Velocity>(later), nullptr);
+    EXPECT_EQ(code([&] { (void)w.get<Velocity>(later); }), ts::errc::missing_component);
+    EXPECT_EQ(w.get<Position>(later).y, 6);
+    w.despawn(e);
+    const ts::Entity forged{e.index, e.generation + 1};  // the free slot's generation
+    EXPECT_FALSE(w.is_alive(forged));
+    EXPECT_EQ(w.try_get<Position>(forged), nullptr);
+    EXPECT_EQ(code([&] { (void)w.get<Position>(forged); }), ts::errc::not_alive);
+    const ts::Entity beyond{1u << 20, 1};
+    EXPECT_EQ(w.try_get<Position>(beyond), nullptr);
+    EXPECT_EQ(code([&] { (void)w.get<Position>(beyond); }), ts::errc::not_alive);
+    EXPECT_EQ(w.accessor<Position>().try_get(forged), nullptr);
 }
 
 TEST(World, GetMutAndSetWriteInPlace) {

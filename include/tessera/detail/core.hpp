@@ -157,6 +157,26 @@ public:
         return col.data + std::size_t{r.row} * col.size;
     }
     /// Base of `id`'s column in archetype `archetype`, or null when absent, a tag or unknown.
+    /// The column data holding `e`'s non-tag `id` (its value at `row`), or null when dead,
+    /// absent or a tag: the typed read path. Every load comes before the first branch and
+    /// those of `id` go through a select, not a branch, so a loop over entities hoists them
+    /// out of its body (a load after a conditional exit is not hoisted).
+    [[nodiscard]] std::byte* value_column(Entity e, ComponentId id,
+                                          std::uint32_t& row) const noexcept {
+        const EntityRecord* const records = record_data_;
+        const std::uint32_t count = record_count_;
+        const WorldComponent* c = components_.data() + id.value;
+        c = id.value < components_.size() ? c : &unseen_;
+        const Column* const* const columns = c->columns;
+        const std::uint32_t column_count = c->column_count;
+        if (e.index >= count) return nullptr;
+        const EntityRecord& r = records[e.index];
+        // A dead slot's generation can match, but it points at the sentinel table, whose entry
+        // (when there is one) is `no_column`: data null.
+        if (r.generation != e.generation || r.archetype >= column_count) return nullptr;
+        row = r.row;
+        return columns[r.archetype]->data;
+    }
     [[nodiscard]] std::byte* column_data(ComponentId id, std::uint32_t archetype) const noexcept {
         if (id.value >= components_.size()) return nullptr;
         const WorldComponent& c = components_[id.value];
@@ -496,6 +516,9 @@ private:
     std::uint32_t record_capacity_ = 0;
     std::pmr::vector<Archetype*> archetypes_;
     std::pmr::vector<WorldComponent> components_;
+    /// What `value_column` reads for an id this world has never seen: no columns. A member,
+    /// not a constant, so the compiler selects it instead of branching around the loads.
+    WorldComponent unseen_;
     struct SetKey {
         std::uint64_t hash;
         std::uint32_t archetype;

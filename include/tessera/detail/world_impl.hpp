@@ -83,11 +83,10 @@ void require_all(const Storage& s, Entity e, const char* op) {
 
 /// `e`'s `T`, or null when `e` is dead or lacks `T`: the typed fast path of every read.
 template <class T>
-T* lookup(const Storage& s, Entity e, ComponentId id) noexcept {
-    const EntityRecord* r = s.matching_record(e);
-    if (r == nullptr) return nullptr;
-    std::byte* data = s.column_data(id, r->archetype);
-    return data == nullptr ? nullptr : reinterpret_cast<T*>(data) + r->row;
+[[gnu::always_inline]] inline T* lookup(const Storage& s, Entity e, ComponentId id) noexcept {
+    std::uint32_t row = 0;
+    std::byte* data = s.value_column(e, id, row);
+    return data == nullptr ? nullptr : reinterpret_cast<T*>(data) + row;
 }
 
 /// Constructs (or, when `existed`, replaces) the `U` at column `c` of `slot` (none for a tag:
@@ -538,13 +537,11 @@ requires(sizeof...(Ts) > 0) bool World::has(Entity e) const noexcept {
 template <class T>
 [[gnu::always_inline]] inline T& World::checked(Entity e, const char* op) const {
     const ComponentId id = component_id<T>();
-    const detail::EntityRecord* r = storage_->matching_record(e);
-    if (r == nullptr) [[unlikely]]
-        detail::throw_lookup(*storage_, op, e, id);
-    std::byte* data = storage_->column_data(id, r->archetype);
+    std::uint32_t row = 0;
+    std::byte* data = storage_->value_column(e, id, row);
     if (data == nullptr) [[unlikely]]
         detail::throw_lookup(*storage_, op, e, id);
-    return reinterpret_cast<T*>(data)[r->row];
+    return reinterpret_cast<T*>(data)[row];
 }
 
 template <class... Ts>
