@@ -81,6 +81,14 @@ void require_all(const Storage& s, Entity e, const char* op) {
         ...);
 }
 
+/// `throw_lookup` for `T`, out of line: a loop of lookups keeps neither the id nor anything
+/// else of the error alive in its registers.
+template <class T>
+[[noreturn, gnu::noinline, gnu::cold]] void throw_lookup_of(const Storage& s, const char* op,
+                                                            Entity e) {
+    throw_lookup(s, op, e, component_id<T>());
+}
+
 /// `e`'s `T`, or null when `e` is dead or lacks `T`: the typed fast path of every read.
 template <class T>
 [[gnu::always_inline]] inline T* lookup(const Storage& s, Entity e, ComponentId id) noexcept {
@@ -536,11 +544,10 @@ requires(sizeof...(Ts) > 0) bool World::has(Entity e) const noexcept {
 
 template <class T>
 [[gnu::always_inline]] inline T& World::checked(Entity e, const char* op) const {
-    const ComponentId id = component_id<T>();
     std::uint32_t row = 0;
-    std::byte* data = storage_->value_column(e, id, row);
+    std::byte* data = storage_->value_column(e, component_id<T>(), row);
     if (data == nullptr) [[unlikely]]
-        detail::throw_lookup(*storage_, op, e, id);
+        detail::throw_lookup_of<T>(*storage_, op, e);
     return reinterpret_cast<T*>(data)[row];
 }
 
