@@ -156,7 +156,6 @@ public:
         const Column& col = a.columns[static_cast<std::uint32_t>(c)];
         return col.data + std::size_t{r.row} * col.size;
     }
-    /// Base of `id`'s column in archetype `archetype`, or null when absent, a tag or unknown.
     /// The column data holding `e`'s non-tag `id` (its value at `row`), or null when dead,
     /// absent or a tag: the typed read path. Every load comes before the first branch and
     /// those of `id` go through a select, not a branch, so a loop over entities hoists them
@@ -165,8 +164,8 @@ public:
                                           std::uint32_t& row) const noexcept {
         const EntityRecord* const records = record_data_;
         const std::uint32_t count = record_count_;
-        const WorldComponent* c = components_.data() + id.value;
-        c = id.value < components_.size() ? c : &unseen_;
+        const WorldComponent* const c =
+            id.value < components_.size() ? components_.data() + id.value : &unseen_;
         const Column* const* const columns = c->columns;
         const std::uint32_t column_count = c->column_count;
         if (e.index >= count) return nullptr;
@@ -177,6 +176,7 @@ public:
         row = r.row;
         return columns[r.archetype]->data;
     }
+    /// Base of `id`'s column in archetype `archetype`, or null when absent, a tag or unknown.
     [[nodiscard]] std::byte* column_data(ComponentId id, std::uint32_t archetype) const noexcept {
         if (id.value >= components_.size()) return nullptr;
         const WorldComponent& c = components_[id.value];
