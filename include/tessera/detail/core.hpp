@@ -134,14 +134,6 @@ public:
         const EntityRecord& r = record_data_[e.index];
         return r.generation == e.generation && r.archetype != dead_archetype ? &r : nullptr;
     }
-    /// The record of `e` when its index is in range and its generation matches. A free slot
-    /// can match a forged handle, but it points at the sentinel archetype, which has no
-    /// components, so component lookups through it fail without a liveness test.
-    [[nodiscard]] const EntityRecord* matching_record(Entity e) const noexcept {
-        if (e.index >= record_count_) return nullptr;
-        const EntityRecord* r = record_data_ + e.index;
-        return r->generation == e.generation ? r : nullptr;
-    }
     [[nodiscard]] Archetype& archetype(std::uint32_t index) const noexcept {
         return *archetypes_[index];
     }
