@@ -491,7 +491,8 @@ void notify_set(Storage& s, Entity e, ComponentId id) {
         s, [&] { reg.deliver(Event::set, id, e); }, no_finish);
 }
 
-bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op) {
+bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
+                     Commit commit) {
     s.check_plain(ids, op);
     const EntityRecord* r = s.record(e);
     if (r == nullptr) throw_not_alive(op, e, ids[0]);
@@ -505,12 +506,16 @@ bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, con
             present[n++] = id;
         }
     }
-    if (n == 0) return false;
+    if (n == 0) {
+        commit();
+        return false;
+    }
     present = present.first(n);
     std::sort(present.begin(), present.end());
     // Everything that can fail happens before the first callback.
     Archetype& to = s.removal_target(from, present);
     s.reserve_rows(to, 1);
+    commit();
     const std::uint32_t from_index = from.index;
     if (s.observers() == nullptr) {
         s.move_entity(e, *s.record(e), to);
@@ -537,23 +542,32 @@ bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, con
     return true;
 }
 
-bool observed_despawn(Storage& s, Entity e) {
-    const EntityRecord* r = s.record(e);
-    if (r == nullptr) return false;
-    const std::uint32_t from = r->archetype;
-    if (s.observers() == nullptr) return s.despawn(e);
-    ObserverRegistry& reg = *s.observers();
-    auto kill = [&]() noexcept { s.despawn(e); };  // no-op once dead
+void observed_despawn(Storage& s, std::span<const Entity> es, Commit commit) {
+    commit();
+    ObserverRegistry* reg = s.observers();
+    const auto hooked = [&s](Entity e) { return s.hooked(*s.record(e)); };
+    if (reg == nullptr || std::none_of(es.begin(), es.end(), hooked)) {
+        for (const Entity e : es) s.despawn(e);
+        return;
+    }
+    // Callbacks' structural changes are deferred, so each entity is still alive at its turn.
+    std::size_t next = 0;
+    auto run = [&](bool notify) {
+        while (next < es.size()) {
+            const Entity e = es[next];
+            if (notify && hooked(e)) {
+                const std::uint32_t from = s.record(e)->archetype;
+                reg->deliver(Event::despawn, e);
+                for (const ComponentId id : s.archetype(from).ids)
+                    reg->deliver(Event::remove, id, e);
+                reg->deliver_move(Event::exit, e, from, no_index);
+            }
+            ++next;
+            s.despawn(e);
+        }
+    };
     observed(
-        s,
-        [&] {
-            reg.deliver(Event::despawn, e);
-            for (const ComponentId id : s.archetype(from).ids) reg.deliver(Event::remove, id, e);
-            reg.deliver_move(Event::exit, e, from, no_index);
-            kill();
-        },
-        kill);
-    return true;
+        s, [&] { run(true); }, [&]() noexcept { run(false); });
 }
 
 }  // namespace tessera::detail

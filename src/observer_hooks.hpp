@@ -16,13 +16,12 @@ public:
         notify_added(s, e, from, ids, existed);
     }
     void set(Storage& s, Entity e, ComponentId id) const override { notify_set(s, e, id); }
-    bool remove(Storage& s, Entity e, std::span<const ComponentId> ids,
-                const char* op) const override {
-        return observed_remove(s, e, ids, op);
+    bool remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
+                Commit commit) const override {
+        return observed_remove(s, e, ids, op, commit);
     }
-    bool despawn(Storage& s, Entity e) const override {
-        const EntityRecord* r = s.record(e);
-        return r != nullptr && s.hooked(*r) ? observed_despawn(s, e) : s.despawn(e);
+    void despawn(Storage& s, std::span<const Entity> es, Commit commit) const override {
+        observed_despawn(s, es, commit);
     }
     bool apply(Storage&, const Command&, Entity, Entity, Commit) const override {
         TESSERA_ASSERT(false, "ObserverHooks::apply: a relation command without relations");

@@ -62,15 +62,27 @@ void apply_place(Storage& s, Entity e, std::span<const ComponentId> ids, std::by
     if (s.hooked(to)) s.hooks().spawned(s, e);
 }
 
-bool apply_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op) {
-    if (s.hooked(ids)) return s.hooks().remove(s, e, ids, op);
-    return ids.size() == 1 ? s.remove_one(e, ids[0], op) : s.remove(e, ids, op);
+bool apply_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
+                  Commit commit) {
+    if (s.hooked(ids)) return s.hooks().remove(s, e, ids, op, commit);
+    // The core's removes change nothing or complete: the commit may follow.
+    const bool removed = ids.size() == 1 ? s.remove_one(e, ids[0], op) : s.remove(e, ids, op);
+    commit();
+    return removed;
 }
 
-bool apply_despawn(Storage& s, Entity e) {
-    if (s.hooked()) [[unlikely]]
-        return s.hooks().despawn(s, e);
-    return s.despawn(e);
+bool apply_despawn(Storage& s, Entity e, Commit commit) {
+    if (s.record(e) == nullptr) {
+        commit();
+        return false;
+    }
+    if (s.hooked()) [[unlikely]] {
+        s.hooks().despawn(s, {&e, 1}, commit);
+        return true;
+    }
+    s.despawn(e);
+    commit();
+    return true;
 }
 
 std::size_t apply_despawns(Storage& s, std::span<const Entity> es) {
@@ -80,11 +92,29 @@ std::size_t apply_despawns(Storage& s, std::span<const Entity> es) {
     };
     if (!s.hooked() || (s.relations() == nullptr && std::none_of(es.begin(), es.end(), concerned)))
         [[likely]] {
-        return s.despawn_many(es);
+        return s.despawn_many(es);  // reads `es` before it changes anything
     }
-    std::size_t n = 0;
-    for (const Entity e : es) n += s.hooks().despawn(s, e) ? 1 : 0;
-    return n;
+    // One call through the hooks: the live entities, each once, copied first (`es` may be
+    // storage the despawns change, such as `children(p)` or a table's entity column).
+    std::pmr::vector<Entity> live(s.resource());
+    live.reserve(es.size());
+    if (es.size() <= 16) {
+        for (const Entity e : es) {
+            if (s.record(e) != nullptr && std::find(live.begin(), live.end(), e) == live.end())
+                live.push_back(e);
+        }
+    } else {
+        std::pmr::vector<std::uint64_t> seen((std::size_t{s.record_count()} + 63) / 64, 0,
+                                             s.resource());
+        for (const Entity e : es) {
+            const std::uint64_t bit = std::uint64_t{1} << (e.index % 64);
+            if (s.record(e) == nullptr || (seen[e.index / 64] & bit) != 0) continue;
+            seen[e.index / 64] |= bit;
+            live.push_back(e);
+        }
+    }
+    s.hooks().despawn(s, live, {});
+    return live.size();
 }
 
 std::size_t queue_despawns(Storage& s, std::span<const Entity> es) {
@@ -229,8 +259,8 @@ Applied apply_front(Storage& s, CommandQueue& q, Entity target, Entity other) {
             return {n + 1, 0};
         }
         case Command::Kind::despawn:
-            q.pop();
-            return apply_despawn(s, target) ? Applied{1, 0} : Applied{0, 1};
+            // Popped once the despawn can no longer fail: a bad_alloc leaves it queued.
+            return apply_despawn(s, target, {&pop_consumed, &q}) ? Applied{1, 0} : Applied{0, 1};
         case Command::Kind::remove: {
             if (r == nullptr) {
                 drop();
@@ -246,11 +276,13 @@ Applied apply_front(Storage& s, CommandQueue& q, Entity target, Entity other) {
                 if (from.contains(c.id)) buffer[present++] = c.id;
             }
             const std::span<const ComponentId> ids(buffer.data(), present);
-            // Everything that can fail happens while the commands are still queued.
-            if (present != 0) s.reserve_rows(s.removal_target(s.archetype(r->archetype), ids), 1);
-            for (std::size_t k = 0; k < n; ++k) q.pop();
-            if (present == 0) return {0, n};
-            apply_remove(s, target, ids, "World::remove");
+            if (present == 0) {
+                for (std::size_t k = 0; k < n; ++k) q.pop();
+                return {0, n};
+            }
+            // The commands leave the queue once the remove can no longer fail.
+            PopCall pop{&q, n};
+            apply_remove(s, target, ids, "World::remove", pop.commit());
             return {present, n - present};
         }
         case Command::Kind::add: {

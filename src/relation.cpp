@@ -105,17 +105,18 @@ void relation_add(Storage& s, const RelationType& type, Entity e, Entity target,
 
 namespace {
 
-/// Removes `targets` (all of `e`'s, or one) from `e`'s relation `k`; the relation goes with its
-/// last target. Returns how many targets were removed.
+/// Removes targets from `e`'s relation `k`: `some` (targets `e` has, each once; copied by the
+/// caller when it may be `e`'s own list), or all of them when `some` is null. The relation goes
+/// with its last target. Returns how many targets were removed.
 std::size_t unlink(Storage& s, RelationIndex& index, RelationIndex::Kind& k, Entity e,
-                   const Entity* one, Commit commit) {
+                   const std::span<const Entity>* some, Commit commit) {
     const RelationType& type = k.type;
     EntityList* list = targets_of(s, type.targets, e);
-    if (list == nullptr || (one != nullptr && !list->contains(*one))) {
+    const std::size_t n = list == nullptr ? 0 : some != nullptr ? some->size() : list->size();
+    if (n == 0) {
         commit();
         return 0;
     }
-    const std::size_t n = one != nullptr ? 1 : list->size();
     const bool whole = n == list->size();
     ComponentId ids[2] = {type.data, type.targets};
     if (ids[1] < ids[0]) std::swap(ids[0], ids[1]);
@@ -131,27 +132,24 @@ std::size_t unlink(Storage& s, RelationIndex& index, RelationIndex::Kind& k, Ent
     change(
         s,
         [&] {
-            if (one != nullptr) {
-                deliver_relation(s, Event::unrelate, type.data, e, *one);
-            } else {
-                for (const Entity t : *list) deliver_relation(s, Event::unrelate, type.data, e, t);
-            }
+            const std::span<const Entity> gone = some != nullptr ? *some : list->span();
+            for (const Entity t : gone) deliver_relation(s, Event::unrelate, type.data, e, t);
             if (whole) {
                 for (const ComponentId id : ids) deliver(s, Event::remove, id, e);
             }
         },
         [&]() noexcept {
             EntityList& targets = *targets_of(s, type.targets, e);
-            const std::span<const Entity> gone =
-                one != nullptr ? std::span<const Entity>(one, 1) : targets.span();
-            if (targets.front() == gone.front() || whole) index.log(type, e);
+            const std::span<const Entity> gone = some != nullptr ? *some : targets.span();
+            if (whole || std::find(gone.begin(), gone.end(), targets.front()) != gone.end())
+                index.log(type, e);
             for (const Entity t : gone) {
                 if (EntityList* back = index.sources_if(k, t.index)) back->erase(e);
             }
             if (whole) {
                 s.move_entity(e, *s.record(e), s.archetype(to));
             } else {
-                targets.erase(*one);
+                for (const Entity t : gone) targets.erase(t);
                 const Location loc = s.locate(e, type.targets);
                 s.stamp_changed(*loc.archetype, loc.row, loc.column);
             }
@@ -174,7 +172,9 @@ bool relation_remove(Storage& s, const RelationType& type, Entity e, Entity targ
         commit();
         return false;
     }
-    return unlink(s, *s.relations(), *k, e, &target, commit) != 0;
+    const EntityList* list = targets_of(s, type.targets, e);
+    const std::span<const Entity> one(&target, list != nullptr && list->contains(target) ? 1 : 0);
+    return unlink(s, *s.relations(), *k, e, &one, commit) != 0;
 }
 
 std::size_t relation_clear(Storage& s, const RelationType& type, Entity e, Commit commit) {
@@ -185,6 +185,24 @@ std::size_t relation_clear(Storage& s, const RelationType& type, Entity e, Commi
         return 0;
     }
     return unlink(s, *s.relations(), *k, e, nullptr, commit);
+}
+
+std::size_t relation_remove_many(Storage& s, const RelationType& type, Entity e,
+                                 std::span<const Entity> targets) {
+    if (s.record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
+    RelationIndex::Kind* k = kind_of(s, type);
+    const EntityList* list = targets_of(s, type.targets, e);
+    if (k == nullptr || list == nullptr) return 0;
+    // The targets `e` has, each once, in the order given: a copy, as `targets` may be `e`'s
+    // own list (`unrelate<R>(e, targets<R>(e))`), which the removal changes.
+    std::pmr::vector<Entity> gone(s.resource());
+    gone.reserve(std::min(targets.size(), list->size()));
+    for (const Entity t : targets) {
+        if (list->contains(t) && std::find(gone.begin(), gone.end(), t) == gone.end())
+            gone.push_back(t);
+    }
+    const std::span<const Entity> some(gone);
+    return unlink(s, *s.relations(), *k, e, &some, {});
 }
 
 // ------------------------------------------------------------- the deferring entry points
@@ -230,6 +248,29 @@ bool unrelate(Storage& s, const RelationType& type, Entity e, Entity target) {
     const EntryCheck entry(s);
     if (!s.deferring()) return relation_remove(s, type, e, target, {});
     return queue_unrelate(s, type, e, target, false);
+}
+
+std::size_t unrelate_many(Storage& s, const RelationType& type, Entity e,
+                          std::span<const Entity> targets) {
+    const EntryCheck entry(s);
+    if (!s.deferring()) return relation_remove_many(s, type, e, targets);
+    check_not_parallel(s, "World::unrelate");
+    if (s.record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
+    s.deferred().reserve(targets.size());
+    // Nothing below throws. Counted: the distinct targets `e` has now.
+    const EntityList* list = targets_of(s, type.targets, e);
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+        const Entity t = targets[i];
+        s.deferred().push_relation(Command::Kind::unrelate, e, t, type, relation_hooks(),
+                                   component_info(type.data), nullptr, false);
+        if (list != nullptr && list->contains(t) &&
+            std::find(targets.begin(), targets.begin() + static_cast<std::ptrdiff_t>(i), t) ==
+                targets.begin() + static_cast<std::ptrdiff_t>(i)) {
+            ++n;
+        }
+    }
+    return n;
 }
 
 std::size_t unrelate_all(Storage& s, const RelationType& type, Entity e) {
@@ -283,7 +324,9 @@ namespace {
 /// unrelate commands apply here; everything else is the observers' (no-ops without them).
 class RelationHooks final : public ObserverHooks {
 public:
-    bool despawn(Storage& s, Entity e) const override { return despawn_related(s, e); }
+    void despawn(Storage& s, std::span<const Entity> es, Commit commit) const override {
+        despawn_related(s, es, commit);
+    }
     bool apply(Storage& s, const Command& c, Entity target, Entity other,
                Commit pop) const override {
         if (c.kind == Command::Kind::relate) {

@@ -6,15 +6,15 @@ namespace tessera::detail {
 
 // ------------------------------------------------------------------------------ despawn
 //
-// A despawn that touches relations is planned first (everything that can fail: the doomed
-// set, the archetypes survivors move to, room for the moves and the log), then carried out one
+// A despawn that touches relations (of one entity or of many: one call either way) is planned
+// first (everything that can fail: the doomed set, the archetypes survivors move to, room for the moves and the log), then carried out one
 // doomed entity at a time, root first and breadth first. Each step: on_despawn, on_unrelate for
 // its own relations, on_remove per component, on_exit, on_unrelate at each entity relating to
 // it (both ends still alive), on_remove for the survivors that lose a whole relation; then the
 // mechanics (the relations pointing at it go, those survivors move, it dies); then the
 // survivors' query on_exit/on_enter.
 
-void RelationIndex::plan(Storage& s, Entity root) {
+void RelationIndex::plan(Storage& s, std::span<const Entity> roots) {
     new_epoch();
     doomed_.clear();
     losses_.clear();
@@ -25,18 +25,24 @@ void RelationIndex::plan(Storage& s, Entity root) {
         pos_[e.index] = static_cast<std::uint32_t>(doomed_.size());
         doomed_.push_back(e);
     };
-    doom(root);
-    // The doomed: the root, then (ChildOf) every child whose parents are all doomed.
-    for (std::size_t i = 0; i < doomed_.size(); ++i) {
-        const Entity x = doomed_[i];
-        for (Kind& k : kinds_) {
-            if (!k.type.hierarchy || x.index >= k.sources.size()) continue;
-            for (const Entity c : k.sources[x.index]) {
-                if (marked(c) || s.permanent(c.index)) continue;
-                const EntityList* parents = targets_of(s, k.type.targets, c);
-                if (std::all_of(parents->begin(), parents->end(),
-                                [&](Entity p) { return marked(p) || s.record(p) == nullptr; })) {
-                    doom(c);
+    // The doomed: each root not doomed yet, then (ChildOf) every child whose parents are all
+    // doomed, breadth first, before the next root: the order of one despawn per root.
+    for (const Entity root : roots) {
+        if (marked(root)) continue;  // an earlier root's cascade took it
+        std::size_t i = doomed_.size();
+        doom(root);
+        for (; i < doomed_.size(); ++i) {
+            const Entity x = doomed_[i];
+            for (Kind& k : kinds_) {
+                if (!k.type.hierarchy || x.index >= k.sources.size()) continue;
+                for (const Entity c : k.sources[x.index]) {
+                    if (marked(c) || s.permanent(c.index)) continue;
+                    const EntityList* parents = targets_of(s, k.type.targets, c);
+                    if (std::all_of(parents->begin(), parents->end(), [&](Entity p) {
+                            return marked(p) || s.record(p) == nullptr;
+                        })) {
+                        doom(c);
+                    }
                 }
             }
         }
@@ -141,8 +147,9 @@ void RelationIndex::post(Storage& s, std::size_t step) {
     for (const Move& m : moves_at(step)) deliver_move(s, m.source, m.from, m.to);
 }
 
-bool RelationIndex::despawn(Storage& s, Entity root) {
-    plan(s, root);  // everything that can fail
+void RelationIndex::despawn(Storage& s, std::span<const Entity> roots, Commit commit) {
+    plan(s, roots);  // everything that can fail
+    commit();
     const std::size_t n = doomed_.size();
     std::size_t next = 0;
     auto run = [&](bool notify) {
@@ -160,18 +167,15 @@ bool RelationIndex::despawn(Storage& s, Entity root) {
         observed(
             s, [&] { run(true); }, [&]() noexcept { run(false); });
     }
-    return true;
 }
 
-bool despawn_related(Storage& s, Entity e) {
-    const EntityRecord* r = s.record(e);
-    if (r == nullptr) return false;
+void despawn_related(Storage& s, std::span<const Entity> es, Commit commit) {
     RelationIndex& index = *s.relations();
-    if (!index.involved(s, e)) {
-        if (s.hooked(*r)) return observed_despawn(s, e);
-        return s.despawn(e);
+    if (std::none_of(es.begin(), es.end(), [&](Entity e) { return index.involved(s, e); })) {
+        observed_despawn(s, es, commit);
+        return;
     }
-    return index.despawn(s, e);
+    index.despawn(s, es, commit);
 }
 
 }  // namespace tessera::detail

@@ -145,18 +145,25 @@ namespace detail {
 void relate(Storage& s, const RelationType& type, Entity e, Entity target, std::byte* value);
 bool unrelate(Storage& s, const RelationType& type, Entity e, Entity target);
 std::size_t unrelate_all(Storage& s, const RelationType& type, Entity e);
+/// Unrelates `e` from each of `targets` it has, as one change (strong guarantee); `targets`
+/// may be `e`'s own list. Returns how many distinct targets it had (queued ones, deferring).
+std::size_t unrelate_many(Storage& s, const RelationType& type, Entity e,
+                          std::span<const Entity> targets);
 
 // The immediate forms (the queue applies commands through these). Each calls `commit` exactly
 // once unless it throws, and throws only before changing anything (observers aside).
 void relation_add(Storage& s, const RelationType& type, Entity e, Entity target, std::byte* value,
                   Commit commit);
 bool relation_remove(Storage& s, const RelationType& type, Entity e, Entity target, Commit commit);
+std::size_t relation_remove_many(Storage& s, const RelationType& type, Entity e,
+                                 std::span<const Entity> targets);
 std::size_t relation_clear(Storage& s, const RelationType& type, Entity e, Commit commit);
 /// The relations' hooks (detail/hooks.hpp): queued relate and unrelate commands carry them.
 const Hooks& relation_hooks() noexcept;
-/// Despawns `e` and, for `ChildOf`, its children left without a living parent; removes every
-/// relation pointing at the despawned entities. False when `e` is not alive.
-bool despawn_related(Storage& s, Entity e);
+/// Despawns `es` (alive, distinct, not storage the call changes) and, for `ChildOf`, their
+/// children left without a living parent; removes every relation pointing at the despawned
+/// entities. Everything that can fail comes before `commit` and the first change.
+void despawn_related(Storage& s, std::span<const Entity> es, Commit commit);
 /// The entities related to `target` by the relation whose data is `data` (empty when none).
 std::span<const Entity> sources(const Storage& s, ComponentId data, Entity target) noexcept;
 /// The hierarchy log (for `propagate_transforms`): once turned on, every entity whose `ChildOf`
@@ -275,9 +282,7 @@ void World::relate(Entity e, R&& data, std::span<const Entity> targets) {
 
 template <class R>
 std::size_t World::unrelate(Entity e, std::span<const Entity> targets) {
-    std::size_t n = 0;
-    for (const Entity t : targets) n += unrelate<R>(e, t) ? 1 : 0;
-    return n;
+    return detail::unrelate_many(*storage_, detail::relation_type<R>(), e, targets);
 }
 
 template <class R>

@@ -152,15 +152,21 @@ public:
     bool despawn(Entity e);
 
     /// Despawns every live entity of `entities` (dead, null and repeated handles are skipped)
-    /// and returns how many: the same observers, in the same order, the same relation cleanup
-    /// and `ChildOf` cascade as one `despawn` per handle in the order given, and the handles
-    /// are freed in that order. Where no observer or relation is concerned it takes one pass
-    /// per table instead of one row move per entity, so a table's surviving rows may end in
-    /// another order than one despawn at a time would leave them. While the world iterates
-    /// (or defers), each is queued, as `despawn` does. O(n + rows moved); a scratch bit per
-    /// row of the tables concerned. Strong guarantee: an error or a failed allocation changes
-    /// nothing (with observers or relations concerned, an exception an observer throws stops
-    /// the call with the entities before it despawned).
+    /// and returns how many of them died: each listed live entity counts once, whether it died
+    /// as listed or earlier in the call by the `ChildOf` cascade of one listed before it (the
+    /// children the cascade takes that are not listed don't count). The same observers, in the
+    /// same order, the same relation cleanup and `ChildOf` cascade as one `despawn` per handle
+    /// in the order given, and the handles are freed in that order; changes that observers
+    /// make are applied when the call ends. Where no observer or relation is concerned it takes
+    /// one pass per table instead of one row move per entity, so a table's surviving rows may
+    /// end in another order than one despawn at a time would leave them. `entities` may be
+    /// storage the call changes (`children(p)`, `sources<R>(t)`, a span `spawn_many`
+    /// returned): it is read whole before anything changes. While the world iterates (or
+    /// defers), each is queued, as `despawn` does. O(n + rows moved); a scratch bit per row of
+    /// the tables concerned. Strong guarantee: an error or a failed allocation changes nothing
+    /// (everything the call needs is allocated before the first despawn). An exception an
+    /// observer throws propagates once the call is complete (every listed entity dead; the
+    /// remaining observers skipped).
     /// @throws Error(permanent_entity) when one is permanent (before anything is despawned).
     std::size_t despawn(std::span<const Entity> entities);
 
@@ -554,8 +560,11 @@ public:
     /// the targets this call added are unrelated again before the error propagates.
     template <class R>
     void relate(Entity e, R&& data, std::span<const Entity> targets);
-    /// Removes each of `targets` from `e`'s `R` relation; returns how many were related.
-    /// @throws Error(not_alive) for a dead `e`.
+    /// Removes each of `targets` from `e`'s `R` relation as one change (the relation goes when
+    /// its last target does); returns how many distinct targets were related. Unrelate observers
+    /// fire in the order given. `targets` may be `e`'s own list (`targets<R>(e)`): it is read
+    /// before anything changes. Strong guarantee. While the world defers, one unrelate per
+    /// target is queued. @throws Error(not_alive) for a dead `e`.
     template <class R>
     std::size_t unrelate(Entity e, std::span<const Entity> targets);
     /// Whether `e` is related to `target` by `R`. Never throws.

@@ -42,13 +42,18 @@ public:
     /// After `e`'s `id` was written in place.
     virtual void set(Storage& s, Entity e, ComponentId id) const = 0;
     /// Removes the components of `ids` that `e` has, with what happens around it (on_remove
-    /// before, query observers after). False when it had none. @throws Error(not_alive) naming
-    /// `op`.
-    virtual bool remove(Storage& s, Entity e, std::span<const ComponentId> ids,
-                        const char* op) const = 0;
-    /// Despawns `e` with what happens around it (observers, relations, the ChildOf cascade).
-    /// False when `e` is not alive.
-    virtual bool despawn(Storage& s, Entity e) const = 0;
+    /// before, query observers after), calling `commit` once nothing can fail (also when it
+    /// had none). False when it had none. @throws Error(not_alive) naming `op`, bad_alloc;
+    /// both before `commit` and any change.
+    virtual bool remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
+                        Commit commit) const = 0;
+    /// Despawns `es` with what happens around it (observers, relations, the ChildOf cascade),
+    /// as one call: everything that can fail (the cascade's plan, room for the moves) happens
+    /// first, then `commit` runs, then the entities die in order, each with its observers.
+    /// Preconditions: `es` are alive and distinct, and are not world storage the despawns
+    /// change (callers copy spans that may alias the world). @throws std::bad_alloc before
+    /// `commit` and any change; an observer's exception after completing the call.
+    virtual void despawn(Storage& s, std::span<const Entity> es, Commit commit) const = 0;
     /// Applies a queued command of a kind only a layer above knows (relate, unrelate, clear) to
     /// `target` (and `other`, a relation's target), calling `pop` once it can no longer fail.
     /// False when it changed nothing (an unrelate of what was not related).

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <tessera/component.hpp>
+#include <tessera/detail/hooks.hpp>
 #include <tessera/entity.hpp>
 
 #include <cstddef>
@@ -59,12 +60,15 @@ void notify_set(Storage& s, Entity e, ComponentId id);
 /// replaced: restore, load).
 void refresh_observation(Storage& s) noexcept;
 /// Removes `ids` from `e`: on_remove per present component (ascending id, values readable),
-/// the move, then query on_exit, on_enter. False when `e` had none of them.
-/// @throws Error(not_alive) naming `op`.
-bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op);
-/// Despawns `e`: on_despawn, on_remove per component (ascending id), query on_exit, then the
-/// entity dies. False when `e` is not alive.
-bool observed_despawn(Storage& s, Entity e);
+/// the move, then query on_exit, on_enter. False when `e` had none of them. `commit` runs once
+/// nothing can fail, before the first callback. @throws Error(not_alive) naming `op`.
+bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
+                     Commit commit = {});
+/// Despawns `es` (alive, distinct, not storage the despawns change), in order, each with its
+/// observers: on_despawn, on_remove per component (ascending id), query on_exit, then the
+/// entity dies. Nothing here allocates: `commit` runs first. When a callback throws, the
+/// rest of `es` still dies (without observers) and the exception propagates.
+void observed_despawn(Storage& s, std::span<const Entity> es, Commit commit);
 
 // Delivery primitives, for changes made of several steps (relations). Each is a no-op when the
 // world has no observer registry; callers wrap them in `observed`.

@@ -44,14 +44,20 @@ void apply_add(Storage& s, Entity e, std::span<const ComponentId> ids, std::byte
 void apply_place(Storage& s, Entity e, std::span<const ComponentId> ids, std::byte* const* values,
                  Commit commit = {});
 /// Removes the components of `ids` that live `e` has, in one move (observed when needed).
-/// False when it had none. @throws Error(not_alive) naming `op`; std::bad_alloc first.
-bool apply_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op);
+/// False when it had none. `commit` runs once nothing can fail (before the observers).
+/// @throws Error(not_alive) naming `op`; std::bad_alloc; both before `commit` and any change.
+bool apply_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
+                  Commit commit = {});
 /// Despawns `e` (observers, relations and the ChildOf cascade when present); false when it is
-/// not alive.
-bool apply_despawn(Storage& s, Entity e);
-/// Despawns the live entities of `es` (dead and repeated handles skipped); returns how many.
-/// When no observer or relation is concerned, in one pass per table (`Core::despawn_many`),
-/// with the strong guarantee; otherwise one `apply_despawn` at a time, in order.
+/// not alive. `commit` runs once nothing can fail (before the observers), also when `e` is
+/// dead. @throws std::bad_alloc before `commit` and any change.
+bool apply_despawn(Storage& s, Entity e, Commit commit = {});
+/// Despawns the live entities of `es` (dead and repeated handles skipped) and what cascades
+/// from them; returns how many of `es` died. Strong guarantee: when no observer or relation is
+/// concerned, in one pass per table (`Core::despawn_many`); otherwise one call through the
+/// hooks, planned whole before the first change, with the observers and the cascade of one
+/// despawn per handle in the order given. `es` may alias world storage (it is read, or
+/// copied, before anything changes).
 std::size_t apply_despawns(Storage& s, std::span<const Entity> es);
 /// Queues a despawn of each live entity of `es` not queued for despawn yet (the world
 /// defers); returns how many it queued. O(n + queued commands). @throws std::bad_alloc

@@ -509,7 +509,7 @@ requires(sizeof...(Ts) > 0) inline bool World::remove(Entity e) {
         const ComponentId id = component_id<Ts...>();
         if (!s.deferring()) [[likely]] {
             if (s.hooked(id)) [[unlikely]]
-                return s.hooks().remove(s, e, {&id, 1}, "World::remove");
+                return s.hooks().remove(s, e, {&id, 1}, "World::remove", {});
             if (s.remove_bytes(e, id)) [[likely]]
                 return true;
         }
