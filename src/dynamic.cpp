@@ -159,16 +159,6 @@ namespace detail {
 
 namespace {
 
-const ComponentInfo& known_info(ComponentId id, const char* op) {
-    if (!id.valid() || id.value >= component_id_count()) {
-        throw Error(errc::not_registered,
-                    std::string(op) + ": component id " +
-                        (id.valid() ? std::to_string(id.value) : std::string("(invalid)")) +
-                        " names no component (define it with World::component)");
-    }
-    return component_info(id);
-}
-
 [[noreturn]] void bad_field(const char* op, const ComponentInfo& info, std::string_view field,
                             const std::string& why) {
     throw Error(errc::invalid_argument, std::string(op) + "(" + std::string(info.name) + ", '" +
@@ -204,7 +194,7 @@ void check_leaf(const ComponentInfo& info, std::string_view path, const FieldInf
 }  // namespace
 
 FieldRef resolve_field(ComponentId id, std::string_view path, const char* op) {
-    const ComponentInfo& info = known_info(id, op);
+    const ComponentInfo& info = checked_info(id, op);
     const Schema* schema = &schema_of(info, path, op);
     std::uint32_t offset = 0;
     std::string_view rest = path;
@@ -253,7 +243,7 @@ FieldRef resolve_field(ComponentId id, std::string_view path, const char* op) {
 }
 
 FieldRef resolve_field(ComponentId id, std::size_t index, const char* op) {
-    const ComponentInfo& info = known_info(id, op);
+    const ComponentInfo& info = checked_info(id, op);
     const Schema& schema = schema_of(info, std::string("#") + std::to_string(index), op);
     if (index >= schema.fields.size()) {
         bad_field(op, info, std::string("#") + std::to_string(index),
@@ -550,7 +540,7 @@ const StringTable& World::strings() const {
 void World::add(Entity e, ComponentId id) {
     const detail::EntryCheck entry(*storage_);
     constexpr const char* op = "World::add";
-    const ComponentInfo& info = detail::known_info(id, op);
+    const ComponentInfo& info = detail::checked_info(id, op);
     detail::Storage& s = *storage_;
     s.check_plain({&id, 1}, op);  // before anything: a relation's component is never plain
     if (!info.constructible()) {
@@ -593,7 +583,7 @@ void World::add(Entity e, ComponentId id) {
 
 bool World::remove(Entity e, ComponentId id) {
     const detail::EntryCheck entry(*storage_);
-    detail::known_info(id, "World::remove");
+    detail::checked_info(id, "World::remove");
     detail::Storage& s = *storage_;
     s.check_plain({&id, 1}, "World::remove");  // refused whether or not `e` has it
     if (s.deferring()) return remove_deferred(e, {&id, 1});
@@ -605,7 +595,7 @@ bool World::has(Entity e, ComponentId id) const noexcept {
 }
 
 void CommandBuffer::add(Entity e, ComponentId id) {
-    const ComponentInfo& info = detail::known_info(id, "CommandBuffer::add");
+    const ComponentInfo& info = detail::checked_info(id, "CommandBuffer::add");
     // ChildOf and Targets<R> are refused now; another relation's data when applied (only the
     // world knows whether its type is a relation there).
     if (detail::Storage::relation_only(id)) throw_relation_only("CommandBuffer::add", id);
@@ -621,7 +611,7 @@ void CommandBuffer::add(Entity e, ComponentId id) {
 }
 
 void CommandBuffer::remove(Entity e, ComponentId id) {
-    detail::known_info(id, "CommandBuffer::remove");
+    detail::checked_info(id, "CommandBuffer::remove");
     if (detail::Storage::relation_only(id)) throw_relation_only("CommandBuffer::remove", id);
     begin_record();
     queue_.reserve(1);
@@ -629,18 +619,18 @@ void CommandBuffer::remove(Entity e, ComponentId id) {
 }
 
 void World::enable(Entity e, ComponentId id, bool on) {
-    detail::known_info(id, "World::enable");
+    detail::checked_info(id, "World::enable");
     storage_->enable_flag(e, id, "World::enable") = on ? 1 : 0;
 }
 
 bool World::is_enabled(Entity e, ComponentId id) const {
-    detail::known_info(id, "World::is_enabled");
+    detail::checked_info(id, "World::is_enabled");
     return storage_->enable_flag(e, id, "World::is_enabled") != 0;
 }
 
 namespace {
 std::uint64_t tick_by_id(detail::Storage& s, Entity e, ComponentId id, bool added, const char* op) {
-    const ComponentInfo& info = detail::known_info(id, op);
+    const ComponentInfo& info = detail::checked_info(id, op);
     if (!info.track_changes || info.is_tag()) {
         throw Error(errc::invalid_argument,
                     std::string(op) + "(" + std::string(info.name) + "): " +
@@ -663,15 +653,22 @@ std::uint64_t World::added_tick(Entity e, ComponentId id) {
     return tick_by_id(*storage_, e, id, true, "World::added_tick");
 }
 
-DynamicQuery World::query_dynamic(QuerySpec spec) {
+namespace {
+void check_spec(const QuerySpec& spec, const char* op) {
     for (const auto* list : {&spec.all, &spec.any, &spec.none}) {
-        for (const ComponentId id : *list) detail::known_info(id, "World::query_dynamic");
+        for (const ComponentId id : *list) detail::checked_info(id, op);
     }
+}
+}  // namespace
+
+DynamicQuery World::query_dynamic(QuerySpec spec) {
+    check_spec(spec, "World::query_dynamic");
     return DynamicQuery(*this, std::move(spec));
 }
 
 DynamicQuery::DynamicQuery(World& world, QuerySpec spec)
     : storage_(&world.storage()), state_(world.storage()) {
+    check_spec(spec, "DynamicQuery");
     state_.spec = std::move(spec);
 }
 

@@ -297,14 +297,39 @@ std::uint32_t next_bundle_id() noexcept {
 
 }  // namespace detail
 
-const ComponentInfo& component_info(ComponentId id) noexcept {
+const ComponentInfo* find_component_info(ComponentId id) noexcept {
     // Acquiring the count makes the record's contents visible, whichever way the id was learnt
-    // (component_id reads its cached id relaxed).
-    (void)registry().count.load(std::memory_order_acquire);
+    // (component_id reads its cached id relaxed). Ids at or past the count were never assigned
+    // (the default id, 0xFFFFFFFF, among them): no chunk is read for them.
+    const std::uint32_t count = registry().count.load(std::memory_order_acquire);
+    if (id.value >= count) return nullptr;
     const ComponentInfo* chunk =
         registry().chunks[id.value >> chunk_bits].load(std::memory_order_acquire);
-    return chunk[id.value & (chunk_size - 1)];
+    return &chunk[id.value & (chunk_size - 1)];
 }
+
+const ComponentInfo& component_info(ComponentId id) noexcept {
+    static const ComponentInfo unregistered = [] {
+        ComponentInfo info;
+        info.name = "(unregistered component)";
+        return info;
+    }();
+    const ComponentInfo* info = find_component_info(id);
+    return info != nullptr ? *info : unregistered;
+}
+
+namespace detail {
+
+const ComponentInfo& checked_info(ComponentId id, const char* op) {
+    if (const ComponentInfo* info = find_component_info(id)) return *info;
+    throw Error(errc::not_registered,
+                std::string(op) + ": component id " +
+                    (id.valid() ? std::to_string(id.value) : std::string("(invalid)")) +
+                    " names no component (use the id World::component or component_id<T>() "
+                    "returned)");
+}
+
+}  // namespace detail
 
 std::size_t component_id_count() noexcept {
     return registry().count.load(std::memory_order_acquire);

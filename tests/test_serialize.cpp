@@ -758,3 +758,69 @@ TEST(ComponentJson, ReadsEveryFieldAndWritesSomeAllOrNothing) {
     w.despawn(p);
     EXPECT_EQ(error_of([&] { ts::set_fields(w, p, unit, {{"hp", 1}}); }), ts::errc::not_alive);
 }
+
+// A tag's fields are the empty object: C++ and runtime tags and ChildOf on a child.
+TEST(ComponentJson, ATagTheEntityHasHasNoFields) {
+    ts::World w;
+    const ts::ComponentId marker = w.component("JsonMarker");
+    const ts::Entity parent = w.spawn();
+    const ts::Entity e = w.spawn(sz::Frozen{});
+    w.add(e, marker);
+    w.relate<ts::ChildOf>(e, parent);
+    int adds = 0;
+    ts::Observer o = w.on_add<sz::Frozen>([&](ts::World&, ts::Entity) { ++adds; });
+    for (const ts::ComponentId tag :
+         {ts::component_id<sz::Frozen>(), marker, ts::component_id<ts::ChildOf>()}) {
+        SCOPED_TRACE(std::string(ts::component_info(tag).name));
+        ASSERT_TRUE(w.has(e, tag));
+        EXPECT_EQ(ts::to_json(w, e, tag), nlohmann::json::object());
+        ts::set_fields(w, e, tag, nlohmann::json::object());  // names no field: writes nothing
+        EXPECT_TRUE(w.has(e, tag));
+        try {
+            ts::set_fields(w, e, tag, {{"x", 1}});
+            ADD_FAILURE() << "no error";
+        } catch (const ts::Error& err) {
+            EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+            EXPECT_NE(std::string(err.what()).find("no field 'x'"), std::string::npos)
+                << err.what();
+        }
+        EXPECT_EQ(error_of([&] { ts::set_fields(w, e, tag, nlohmann::json::array()); }),
+                  ts::errc::invalid_argument);
+        // An entity without the tag still lacks it.
+        EXPECT_EQ(error_of([&] { (void)ts::to_json(w, parent, tag); }),
+                  ts::errc::missing_component);
+        EXPECT_EQ(error_of([&] { ts::set_fields(w, parent, tag, nlohmann::json::object()); }),
+                  ts::errc::missing_component);
+    }
+    EXPECT_EQ(adds, 0);
+    EXPECT_EQ(w.parents(e).size(), 1u);
+}
+
+// A component the entity has but that has no field metadata is invalid_argument saying so (the
+// relation's Targets<ChildOf> too), never "has no".
+TEST(ComponentJson, AComponentWithoutFieldMetadataSaysSo) {
+    ts::World w;
+    const ts::Entity parent = w.spawn();
+    const ts::Entity e = w.spawn(sz::Opaque{3});
+    w.relate<ts::ChildOf>(e, parent);
+    for (const ts::ComponentId id :
+         {ts::component_id<sz::Opaque>(), ts::component_id<ts::Targets<ts::ChildOf>>()}) {
+        SCOPED_TRACE(std::string(ts::component_info(id).name));
+        for (const auto& call : std::vector<std::function<void()>>{
+                 [&] { (void)ts::to_json(w, e, id); },
+                 [&] { ts::set_fields(w, e, id, nlohmann::json::object()); }}) {
+            try {
+                call();
+                ADD_FAILURE() << "no error";
+            } catch (const ts::Error& err) {
+                EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+                const std::string what = err.what();
+                EXPECT_NE(what.find("no field metadata"), std::string::npos) << what;
+                const std::string entity =
+                    "entity " + std::to_string(e.index) + ":" + std::to_string(e.generation);
+                EXPECT_NE(what.find(entity), std::string::npos) << what;
+            }
+        }
+    }
+    EXPECT_EQ(w.get<sz::Opaque>(e).secret, 3);
+}
