@@ -161,8 +161,8 @@ namespace {
 
 [[noreturn]] void bad_field(const char* op, const ComponentInfo& info, std::string_view field,
                             const std::string& why) {
-    throw Error(errc::invalid_argument, std::string(op) + "(" + std::string(info.name) + ", '" +
-                                            std::string(field) + "'): " + why);
+    throw Error(errc::invalid_argument,
+                std::string(op) + "(" + std::string(info.name) + ", " + quote(field) + "): " + why);
 }
 
 const Schema& schema_of(const ComponentInfo& info, std::string_view field, const char* op) {
@@ -181,13 +181,14 @@ void check_leaf(const ComponentInfo& info, std::string_view path, const FieldInf
     if (f.count > 1 && !element) {
         bad_field(op, info, path,
                   "the field is an array of " + std::to_string(f.count) +
-                      "; name an element, e.g. '" + std::string(f.name) + "[0]'");
+                      "; name an element, e.g. " + quote(std::string(f.name) + "[0]"));
     }
     if (f.type == Field::record) {
-        bad_field(op, info, path,
-                  "the field is a struct; name one of its fields, e.g. '" + std::string(f.name) +
-                      "." + std::string(f.schema->fields.empty() ? "x" : f.schema->fields[0].name) +
-                      "'");
+        bad_field(
+            op, info, path,
+            "the field is a struct; name one of its fields, e.g. " +
+                quote(std::string(f.name) + "." +
+                      std::string(f.schema->fields.empty() ? "x" : f.schema->fields[0].name)));
     }
 }
 
@@ -202,15 +203,13 @@ FieldRef resolve_field(ComponentId id, std::string_view path, const char* op) {
         const std::size_t end = rest.find_first_of(".[");
         const std::string_view name = rest.substr(0, end);
         const FieldInfo* f = schema->find(name);
-        if (f == nullptr) bad_field(op, info, path, "no field '" + std::string(name) + "'");
+        if (f == nullptr) bad_field(op, info, path, "no field " + quote(name));
         offset += f->offset;
         rest = end == std::string_view::npos ? std::string_view() : rest.substr(end);
         bool element = false;
         if (!rest.empty() && rest[0] == '[') {
             if (f->count <= 1) {
-                std::string why(1, '\'');  // appended (gcc 12 -O3 warns -Wrestrict on "'" + s)
-                why.append(f->name).append("' is not an array: it takes no index");
-                bad_field(op, info, path, why);
+                bad_field(op, info, path, quote(f->name) + " is not an array: it takes no index");
             }
             const std::size_t close = rest.find(']');
             std::uint64_t index = 0;
@@ -235,8 +234,7 @@ FieldRef resolve_field(ComponentId id, std::string_view path, const char* op) {
             return {f, offset};
         }
         if (rest[0] != '.' || f->type != Field::record || (f->count > 1 && !element))
-            bad_field(op, info, path,
-                      std::string("'") + std::string(f->name) + "' has no nested fields there");
+            bad_field(op, info, path, quote(f->name) + " has no nested fields there");
         schema = f->schema;
         rest = rest.substr(1);
     }
@@ -388,7 +386,8 @@ void set_field(World& w, Entity e, ComponentId id, FieldRef f, const FieldValue&
     std::byte* p = col.data + std::size_t{loc.row} * col.size + f.offset;
     write_value(s, p, *f.info, value, [&](const std::string& why) {
         std::ostringstream os;
-        os << op << '(' << e << ", " << col.info->name << ", '" << f.info->name << "'): " << why;
+        os << op << '(' << e << ", " << col.info->name << ", " << quote(f.info->name)
+           << "): " << why;
         throw Error(errc::invalid_argument, os.str());
     });
     s.stamp_changed(*loc.archetype, loc.row, loc.column);
@@ -402,8 +401,8 @@ void get_field(const World& w, Entity e, ComponentId id, FieldRef f, FieldWant w
     const Field t = f.info->type;
     auto fail = [&] {
         std::ostringstream os;
-        os << op << '(' << e << ", " << component_info(id).name << ", '" << f.info->name
-           << "'): the field is " << to_string(t) << "; read it as its own type";
+        os << op << '(' << e << ", " << component_info(id).name << ", " << quote(f.info->name)
+           << "): the field is " << to_string(t) << "; read it as its own type";
         throw Error(errc::invalid_argument, os.str());
     };
     // `d` = the field as a double, when it is a number.

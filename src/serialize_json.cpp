@@ -56,7 +56,7 @@ std::string field_mismatch(const json& d, const Schema& schema, const std::strin
             return "a bad field description";
         const std::string name = f["name"].get<std::string>();
         if (i >= schema.fields.size())
-            return "saved field '" + prefix + name + "' is not in the program's " +
+            return "saved field " + quote(prefix + name) + " is not in the program's " +
                    std::string(schema.name);
         const FieldInfo& p = schema.fields[i];
         const std::string type = f.value("type", std::string());
@@ -65,8 +65,8 @@ std::string field_mismatch(const json& d, const Schema& schema, const std::strin
                                         : 1;
         if (name != p.name || type != to_string(p.type) || count != p.count ||
             f.value("enum", false) != p.is_enum) {
-            return "field '" + prefix + std::string(p.name) + "' differs: saved as '" + name +
-                   "' " + type + (count != 1 ? "[" + std::to_string(count) + "]" : "") +
+            return "field '" + prefix + std::string(p.name) + "' differs: saved as " + quote(name) +
+                   " " + quote(type) + (count != 1 ? "[" + std::to_string(count) + "]" : "") +
                    ", the program has " + std::string(to_string(p.type)) +
                    (p.count != 1 ? "[" + std::to_string(p.count) + "]" : "");
         }
@@ -133,7 +133,7 @@ T float_from_json(const json& j, const Bad& bad) {
     }
     T v;
     std::memcpy(&v, &bits, sizeof v);
-    if (!std::isnan(v)) bad("'" + s + "' is not the bits of an " + type + " NaN");
+    if (!std::isnan(v)) bad(quote(s) + " is not the bits of an " + type + " NaN");
     return v;
 }
 

@@ -77,6 +77,26 @@ namespace tessera::detail {
     return out;
 }
 
+/// The offset of the first byte of `s` that is not well-formed UTF-8 or is a control character
+/// (U+0000 to U+001F, U+007F), or `std::string_view::npos`: what a name must not hold.
+[[nodiscard]] inline std::size_t unprintable_at(std::string_view s) noexcept {
+    for (std::size_t i = 0; i < s.size();) {
+        const std::size_t len = utf8_sequence_at(s, i);
+        const auto c = static_cast<unsigned char>(s[i]);
+        if (len == 0 || (len == 1 && (c < 0x20 || c == 0x7F))) return i;
+        i += len;
+    }
+    return std::string_view::npos;
+}
+
+/// Why `s` fails `unprintable_at` at `at`: "is not valid UTF-8 (byte 3)" or "holds a control
+/// character (byte 3)".
+[[nodiscard]] inline std::string unprintable_why(std::string_view s, std::size_t at) {
+    return std::string(utf8_sequence_at(s, at) == 0 ? "is not valid UTF-8"
+                                                    : "holds a control character") +
+           " (byte " + std::to_string(at) + ")";
+}
+
 /// Whether all of `s` is well-formed UTF-8.
 [[nodiscard]] inline bool valid_utf8(std::string_view s) noexcept {
     return invalid_utf8_at(s) == std::string_view::npos;

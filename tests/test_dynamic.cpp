@@ -668,6 +668,50 @@ TEST(Dynamic, ComponentAndFieldNamesMustBeUtf8) {
               ts::errc::invalid_argument);
 }
 
+// Names and paths in messages are quoted with NUL, control characters and bad bytes escaped:
+// the message is whole (a NUL would end what()) and valid UTF-8. Names with control characters
+// are refused at definition.
+TEST(Dynamic, MessagesQuoteNamesAndPathsEscaped) {
+    ts::World w;
+    const ts::ComponentId h = health_of(w);
+    const ts::Entity e = w.spawn();
+    w.add(e, h);
+    const auto message = [](auto&& call) {
+        try {
+            call();
+            ADD_FAILURE() << "no error";
+        } catch (const ts::Error& err) {
+            EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+            return std::string(err.what());
+        }
+        return std::string();
+    };
+    const std::string path("h\0p\x1b\xc3", 5);
+    for (const std::string& what : {message([&] { w.set_field(e, h, path, 1); }), message([&] {
+                                        (void)w.get_field<std::int32_t>(e, h, path);
+                                    })}) {
+        EXPECT_NE(what.find(R"('h\x00p\x1B\xC3')"), std::string::npos) << what;
+        EXPECT_NE(what.find("DynHealth"), std::string::npos) << what;
+    }
+    const std::string nested = message([&] { w.set_field(e, h, std::string("hp.\x7f", 4), 1); });
+    EXPECT_NE(nested.find(R"('hp.\x7F')"), std::string::npos) << nested;
+
+    const std::string name = message([&] {
+        (void)w.component(std::string("DynCtl\0x", 8), {{"x", ts::Field::i32}});
+    });
+    EXPECT_NE(
+        name.find(
+            R"(World::component('DynCtl\x00x'): the name holds a control character (byte 6))"),
+        std::string::npos)
+        << name;
+    const std::string field = message([&] {
+        (void)w.component("DynCtlField", {{std::string("a\nb"), ts::Field::i32}});
+    });
+    EXPECT_NE(field.find(R"('a\x0Ab')"), std::string::npos) << field;
+    EXPECT_NE(field.find("control character"), std::string::npos) << field;
+    EXPECT_FALSE(ts::detail::find_component("DynCtlField").valid());
+}
+
 TEST(Dynamic, AnIndexOnAFieldThatIsNotAnArrayIsABadPath) {
     ts::World w;
     const ts::ComponentId h = health_of(w);

@@ -824,3 +824,41 @@ TEST(ComponentJson, AComponentWithoutFieldMetadataSaysSo) {
     }
     EXPECT_EQ(w.get<sz::Opaque>(e).secret, 3);
 }
+
+// Messages carry their context and quote user text escaped: text that is not UTF-8 in a str
+// field names the call, entity, component and field (nothing interned, nothing written); a
+// key with a NUL, a control character or a bad byte is quoted in full.
+TEST(ComponentJson, BadTextIsReportedWithItsContextAndEscaped) {
+    ts::World w;
+    const ts::ComponentId unit =
+        w.component("JsonTextUnit", {{"hp", ts::Field::i32}, {"label", ts::Field::str}});
+    const ts::Entity e = w.spawn();
+    w.add(e, unit);
+    w.set_field(e, unit, "label", std::string_view("old"));
+    const std::size_t strings = w.strings().size();
+    const std::string entity = std::to_string(e.index) + ":" + std::to_string(e.generation);
+    const auto message = [&](const nlohmann::json& j) {
+        try {
+            ts::set_fields(w, e, unit, j);
+            ADD_FAILURE() << "no error for "
+                          << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        } catch (const ts::Error& err) {
+            EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+            return std::string(err.what());
+        }
+        return std::string();
+    };
+    const std::string utf8 = message({{"hp", 2}, {"label", std::string("ab\xff")}});
+    for (const std::string part :
+         {"set_fields", entity.c_str(), "JsonTextUnit", "label", "not valid UTF-8 (byte 2)"})
+        EXPECT_NE(utf8.find(part), std::string::npos) << part << " in " << utf8;
+    EXPECT_EQ(utf8.find("StringTable"), std::string::npos) << utf8;
+
+    const std::string key = message({{std::string("a\0b\x01\xff'", 6), 1}});
+    EXPECT_NE(key.find(R"(no field 'a\x00b\x01\xFF\x27')"), std::string::npos) << key;
+    EXPECT_NE(key.find(entity), std::string::npos) << key;
+
+    EXPECT_EQ(w.get_field<std::int32_t>(e, unit, "hp"), 0);
+    EXPECT_EQ(w.get_field<std::string>(e, unit, "label"), "old");
+    EXPECT_EQ(w.strings().size(), strings);
+}
