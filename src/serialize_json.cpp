@@ -624,7 +624,8 @@ void set_fields(World& world, Entity e, ComponentId id, const nlohmann::json& fi
     const Bad bad = [&](const std::string& why) { fail(op, where(e, info) + ": " + why); };
     if (f.value == nullptr) {
         // A tag has no fields: only `{}` names none of them, and writes nothing.
-        json_to_value(fields, f.schema, nullptr, s.strings(), bad, true, nullptr);
+        if (!fields.is_object()) bad("a value is not an object");
+        if (!fields.empty()) bad("there is no field " + detail::quote(fields.begin().key()));
         return;
     }
     std::byte* const p = f.value;
