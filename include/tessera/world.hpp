@@ -358,7 +358,8 @@ public:
     /// id, valid in every world. Defining a name again with the same schema and options returns
     /// the same id. @throws Error(type_conflict) when `name` is already defined differently (or
     /// names a C++ component), Error(invalid_argument) for an empty or repeated field name, a
-    /// type runtime schemas can't hold.
+    /// component or field name that is not UTF-8 or holds a control character, a type runtime
+    /// schemas can't hold.
     ComponentId component(std::string_view name, std::initializer_list<FieldDef> schema = {});
     /// `component(name, schema)` with options (enableable, track_changes). @throws like it.
     ComponentId component(std::string_view name, std::initializer_list<FieldDef> schema,
