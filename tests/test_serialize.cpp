@@ -365,6 +365,68 @@ TEST(Json, MismatchedFieldIsInvalidArgumentNamingComponentAndField) {
     EXPECT_EQ(back.count(), 0u);
 }
 
+// Names read from a document are quoted escaped in the loader's messages: an unknown component
+// name, a saved field name and a saved kind or type with NUL, control or bad bytes.
+TEST(Json, NamesFromTheDocumentAreQuotedEscaped) {
+    ts::World w;
+    w.spawn(sz::Pos{1, 2});
+    const nlohmann::json saved = ts::to_json(w);
+    const auto load_error = [](const nlohmann::json& j) {
+        ts::World back;
+        try {
+            ts::from_json(j, back);
+            ADD_FAILURE() << "no error";
+        } catch (const ts::Error& e) {
+            EXPECT_EQ(e.code(), ts::errc::invalid_argument);
+            EXPECT_EQ(back.count(), 0u);
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    const auto edited = [&](const std::function<void(nlohmann::json&)>& edit) {
+        nlohmann::json j = saved;
+        for (auto& c : j["components"])
+            if (c["name"] == "sz::Pos") edit(c);
+        return j;
+    };
+    const std::string unknown =
+        load_error(edited([](nlohmann::json& c) { c["name"] = std::string("sz::P\0s\x1b", 8); }));
+    EXPECT_NE(unknown.find(R"(unknown component 'sz::P\x00s\x1B')"), std::string::npos) << unknown;
+    const std::string field = load_error(
+        edited([](nlohmann::json& c) { c["fields"][1]["name"] = std::string("y\0z", 3); }));
+    EXPECT_NE(field.find(R"(saved as 'y\x00z')"), std::string::npos) << field;
+    const std::string type = load_error(
+        edited([](nlohmann::json& c) { c["fields"][1]["type"] = std::string("f\n32"); }));
+    EXPECT_NE(type.find(R"('f\x0A32')"), std::string::npos) << type;
+    const std::string kind =
+        load_error(edited([](nlohmann::json& c) { c["kind"] = std::string("tag\x7f"); }));
+    EXPECT_NE(kind.find(R"(saved as 'tag\x7F')"), std::string::npos) << kind;
+}
+
+// The binary loader quotes a saved field name that differs, escaped.
+TEST(Save, ASavedFieldNameThatDiffersIsQuotedEscaped) {
+    ts::World w;
+    const ts::ComponentId c = w.component("SaveQuoted", {{"fieldzzz", ts::Field::i32}});
+    w.add(w.spawn(), c);
+    std::vector<std::byte> bytes = ts::save(w);
+    const std::string from = "fieldzzz";
+    const std::string to("fi\0ld\x01zz", 8);
+    const auto at = std::search(bytes.begin(), bytes.end(), from.begin(), from.end(),
+                                [](std::byte b, char ch) { return b == std::byte(ch); });
+    ASSERT_NE(at, bytes.end());
+    std::transform(to.begin(), to.end(), at, [](char ch) { return std::byte(ch); });
+    ts::World back;
+    try {
+        ts::load(bytes, back);
+        ADD_FAILURE() << "no error";
+    } catch (const ts::Error& e) {
+        EXPECT_EQ(e.code(), ts::errc::invalid_argument);
+        const std::string what = e.what();
+        EXPECT_NE(what.find(R"(the saved field 'fi\x00ld\x01zz')"), std::string::npos) << what;
+    }
+    EXPECT_EQ(back.count(), 0u);
+}
+
 TEST(StateHash, IndependentOfHistory) {
     ts::World a, b;
     const ts::Entity a1 = a.spawn(sz::Pos{1, 2});
