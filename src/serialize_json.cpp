@@ -578,26 +578,24 @@ std::string where(Entity e, const ComponentInfo& info) {
 
 // The fields of `e`'s component `id`: its record, schema and value, or the right error naming
 // `op` (not_registered, invalid_argument for a component without field metadata, not_alive,
-// missing_component). A tag (C++ or runtime, ChildOf included) has no fields: `schema` is the
-// empty one and `value` null.
+// missing_component). A tag (C++ or runtime, ChildOf included) has no fields: `schema` and
+// `value` are null.
 struct FieldsOf {
     const ComponentInfo& info;
-    const Schema& schema;
+    const Schema* schema;
     std::byte* value;
 };
 
 FieldsOf fields_of(const Storage& s, Entity e, ComponentId id, const char* op) {
-    static const Schema no_fields{};
     const ComponentInfo& info = checked_info(id, op);
     if (!s.has(e, id)) throw_lookup(s, op, e, id);  // `has`, not the value: tags have none
-    if (info.is_tag()) return {info, no_fields, nullptr};
+    if (info.is_tag()) return {info, nullptr, nullptr};
     if (info.schema == nullptr) {
         fail(op, where(e, info) +
                      ": the component has no field metadata (TESSERA_REFLECT, or a runtime "
                      "component)");
     }
-    std::byte* p = s.find(e, id);
-    return {info, *info.schema, p};
+    return {info, info.schema, s.find(e, id)};
 }
 
 }  // namespace
@@ -610,7 +608,7 @@ nlohmann::json to_json(const World& world, Entity e, ComponentId id) {
     const detail::Storage& s = world.storage();
     const FieldsOf f = fields_of(s, e, id, "to_json");
     if (f.value == nullptr) return nlohmann::json::object();
-    return value_to_json(f.schema, f.value, s.strings_if(), [&](const std::string& why) {
+    return value_to_json(*f.schema, f.value, s.strings_if(), [&](const std::string& why) {
         fail("to_json", where(e, f.info) + ": " + why);
     });
 }
@@ -644,7 +642,7 @@ void set_fields(World& world, Entity e, ComponentId id, const nlohmann::json& fi
         throw;
     }
     try {
-        json_to_value(fields, f.schema, static_cast<std::byte*>(copy), s.strings(), bad, true,
+        json_to_value(fields, *f.schema, static_cast<std::byte*>(copy), s.strings(), bad, true,
                       &s.strings());
     } catch (...) {
         if (info.destroy != nullptr) info.destroy(copy, 1);
