@@ -652,22 +652,14 @@ std::uint64_t World::added_tick(Entity e, ComponentId id) {
     return tick_by_id(*storage_, e, id, true, "World::added_tick");
 }
 
-namespace {
-void check_spec(const QuerySpec& spec, const char* op) {
-    for (const auto* list : {&spec.all, &spec.any, &spec.none}) {
-        for (const ComponentId id : *list) detail::checked_info(id, op);
-    }
-}
-}  // namespace
-
 DynamicQuery World::query_dynamic(QuerySpec spec) {
-    check_spec(spec, "World::query_dynamic");
+    detail::check_spec(spec, "World::query_dynamic");
     return DynamicQuery(*this, std::move(spec));
 }
 
 DynamicQuery::DynamicQuery(World& world, QuerySpec spec)
     : storage_(&world.storage()), state_(world.storage()) {
-    check_spec(spec, "DynamicQuery");
+    detail::check_spec(spec, "DynamicQuery");
     state_.spec = std::move(spec);
 }
 

@@ -458,6 +458,7 @@ public:
 
     /// Clears `out` and fills it with a `Chunk` per non-empty archetype matching `spec`. Once
     /// `out` has grown to the number of matches it allocates nothing. O(archetypes).
+    /// @throws Error(not_registered) for an id no component has (`out` unchanged).
     void collect_chunks(const QuerySpec& spec, std::vector<Chunk>& out);
 
     // ----- resources (resource.hpp) -----
