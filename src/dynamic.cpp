@@ -159,20 +159,10 @@ namespace detail {
 
 namespace {
 
-const ComponentInfo& known_info(ComponentId id, const char* op) {
-    if (!id.valid() || id.value >= component_id_count()) {
-        throw Error(errc::not_registered,
-                    std::string(op) + ": component id " +
-                        (id.valid() ? std::to_string(id.value) : std::string("(invalid)")) +
-                        " names no component (define it with World::component)");
-    }
-    return component_info(id);
-}
-
 [[noreturn]] void bad_field(const char* op, const ComponentInfo& info, std::string_view field,
                             const std::string& why) {
-    throw Error(errc::invalid_argument, std::string(op) + "(" + std::string(info.name) + ", '" +
-                                            std::string(field) + "'): " + why);
+    throw Error(errc::invalid_argument,
+                std::string(op) + "(" + std::string(info.name) + ", " + quote(field) + "): " + why);
 }
 
 const Schema& schema_of(const ComponentInfo& info, std::string_view field, const char* op) {
@@ -191,20 +181,21 @@ void check_leaf(const ComponentInfo& info, std::string_view path, const FieldInf
     if (f.count > 1 && !element) {
         bad_field(op, info, path,
                   "the field is an array of " + std::to_string(f.count) +
-                      "; name an element, e.g. '" + std::string(f.name) + "[0]'");
+                      "; name an element, e.g. " + quote(std::string(f.name) + "[0]"));
     }
     if (f.type == Field::record) {
-        bad_field(op, info, path,
-                  "the field is a struct; name one of its fields, e.g. '" + std::string(f.name) +
-                      "." + std::string(f.schema->fields.empty() ? "x" : f.schema->fields[0].name) +
-                      "'");
+        bad_field(
+            op, info, path,
+            "the field is a struct; name one of its fields, e.g. " +
+                quote(std::string(f.name) + "." +
+                      std::string(f.schema->fields.empty() ? "x" : f.schema->fields[0].name)));
     }
 }
 
 }  // namespace
 
 FieldRef resolve_field(ComponentId id, std::string_view path, const char* op) {
-    const ComponentInfo& info = known_info(id, op);
+    const ComponentInfo& info = checked_info(id, op);
     const Schema* schema = &schema_of(info, path, op);
     std::uint32_t offset = 0;
     std::string_view rest = path;
@@ -212,15 +203,13 @@ FieldRef resolve_field(ComponentId id, std::string_view path, const char* op) {
         const std::size_t end = rest.find_first_of(".[");
         const std::string_view name = rest.substr(0, end);
         const FieldInfo* f = schema->find(name);
-        if (f == nullptr) bad_field(op, info, path, "no field '" + std::string(name) + "'");
+        if (f == nullptr) bad_field(op, info, path, "no field " + quote(name));
         offset += f->offset;
         rest = end == std::string_view::npos ? std::string_view() : rest.substr(end);
         bool element = false;
         if (!rest.empty() && rest[0] == '[') {
             if (f->count <= 1) {
-                std::string why(1, '\'');  // appended (gcc 12 -O3 warns -Wrestrict on "'" + s)
-                why.append(f->name).append("' is not an array: it takes no index");
-                bad_field(op, info, path, why);
+                bad_field(op, info, path, quote(f->name) + " is not an array: it takes no index");
             }
             const std::size_t close = rest.find(']');
             std::uint64_t index = 0;
@@ -245,15 +234,14 @@ FieldRef resolve_field(ComponentId id, std::string_view path, const char* op) {
             return {f, offset};
         }
         if (rest[0] != '.' || f->type != Field::record || (f->count > 1 && !element))
-            bad_field(op, info, path,
-                      std::string("'") + std::string(f->name) + "' has no nested fields there");
+            bad_field(op, info, path, quote(f->name) + " has no nested fields there");
         schema = f->schema;
         rest = rest.substr(1);
     }
 }
 
 FieldRef resolve_field(ComponentId id, std::size_t index, const char* op) {
-    const ComponentInfo& info = known_info(id, op);
+    const ComponentInfo& info = checked_info(id, op);
     const Schema& schema = schema_of(info, std::string("#") + std::to_string(index), op);
     if (index >= schema.fields.size()) {
         bad_field(op, info, std::string("#") + std::to_string(index),
@@ -398,7 +386,8 @@ void set_field(World& w, Entity e, ComponentId id, FieldRef f, const FieldValue&
     std::byte* p = col.data + std::size_t{loc.row} * col.size + f.offset;
     write_value(s, p, *f.info, value, [&](const std::string& why) {
         std::ostringstream os;
-        os << op << '(' << e << ", " << col.info->name << ", '" << f.info->name << "'): " << why;
+        os << op << '(' << e << ", " << col.info->name << ", " << quote(f.info->name)
+           << "): " << why;
         throw Error(errc::invalid_argument, os.str());
     });
     s.stamp_changed(*loc.archetype, loc.row, loc.column);
@@ -412,8 +401,8 @@ void get_field(const World& w, Entity e, ComponentId id, FieldRef f, FieldWant w
     const Field t = f.info->type;
     auto fail = [&] {
         std::ostringstream os;
-        os << op << '(' << e << ", " << component_info(id).name << ", '" << f.info->name
-           << "'): the field is " << to_string(t) << "; read it as its own type";
+        os << op << '(' << e << ", " << component_info(id).name << ", " << quote(f.info->name)
+           << "): the field is " << to_string(t) << "; read it as its own type";
         throw Error(errc::invalid_argument, os.str());
     };
     // `d` = the field as a double, when it is a number.
@@ -550,7 +539,7 @@ const StringTable& World::strings() const {
 void World::add(Entity e, ComponentId id) {
     const detail::EntryCheck entry(*storage_);
     constexpr const char* op = "World::add";
-    const ComponentInfo& info = detail::known_info(id, op);
+    const ComponentInfo& info = detail::checked_info(id, op);
     detail::Storage& s = *storage_;
     s.check_plain({&id, 1}, op);  // before anything: a relation's component is never plain
     if (!info.constructible()) {
@@ -593,7 +582,7 @@ void World::add(Entity e, ComponentId id) {
 
 bool World::remove(Entity e, ComponentId id) {
     const detail::EntryCheck entry(*storage_);
-    detail::known_info(id, "World::remove");
+    detail::checked_info(id, "World::remove");
     detail::Storage& s = *storage_;
     s.check_plain({&id, 1}, "World::remove");  // refused whether or not `e` has it
     if (s.deferring()) return remove_deferred(e, {&id, 1});
@@ -605,7 +594,7 @@ bool World::has(Entity e, ComponentId id) const noexcept {
 }
 
 void CommandBuffer::add(Entity e, ComponentId id) {
-    const ComponentInfo& info = detail::known_info(id, "CommandBuffer::add");
+    const ComponentInfo& info = detail::checked_info(id, "CommandBuffer::add");
     // ChildOf and Targets<R> are refused now; another relation's data when applied (only the
     // world knows whether its type is a relation there).
     if (detail::Storage::relation_only(id)) throw_relation_only("CommandBuffer::add", id);
@@ -621,7 +610,7 @@ void CommandBuffer::add(Entity e, ComponentId id) {
 }
 
 void CommandBuffer::remove(Entity e, ComponentId id) {
-    detail::known_info(id, "CommandBuffer::remove");
+    detail::checked_info(id, "CommandBuffer::remove");
     if (detail::Storage::relation_only(id)) throw_relation_only("CommandBuffer::remove", id);
     begin_record();
     queue_.reserve(1);
@@ -629,18 +618,18 @@ void CommandBuffer::remove(Entity e, ComponentId id) {
 }
 
 void World::enable(Entity e, ComponentId id, bool on) {
-    detail::known_info(id, "World::enable");
+    detail::checked_info(id, "World::enable");
     storage_->enable_flag(e, id, "World::enable") = on ? 1 : 0;
 }
 
 bool World::is_enabled(Entity e, ComponentId id) const {
-    detail::known_info(id, "World::is_enabled");
+    detail::checked_info(id, "World::is_enabled");
     return storage_->enable_flag(e, id, "World::is_enabled") != 0;
 }
 
 namespace {
 std::uint64_t tick_by_id(detail::Storage& s, Entity e, ComponentId id, bool added, const char* op) {
-    const ComponentInfo& info = detail::known_info(id, op);
+    const ComponentInfo& info = detail::checked_info(id, op);
     if (!info.track_changes || info.is_tag()) {
         throw Error(errc::invalid_argument,
                     std::string(op) + "(" + std::string(info.name) + "): " +
@@ -664,14 +653,13 @@ std::uint64_t World::added_tick(Entity e, ComponentId id) {
 }
 
 DynamicQuery World::query_dynamic(QuerySpec spec) {
-    for (const auto* list : {&spec.all, &spec.any, &spec.none}) {
-        for (const ComponentId id : *list) detail::known_info(id, "World::query_dynamic");
-    }
+    detail::check_spec(spec, "World::query_dynamic");
     return DynamicQuery(*this, std::move(spec));
 }
 
 DynamicQuery::DynamicQuery(World& world, QuerySpec spec)
     : storage_(&world.storage()), state_(world.storage()) {
+    detail::check_spec(spec, "DynamicQuery");
     state_.spec = std::move(spec);
 }
 

@@ -592,6 +592,7 @@ void Observers::enable(Event kind, bool on) noexcept {
 }
 
 void Observers::enable(Event kind, ComponentId id, bool on) {
+    detail::checked_info(id, "Observers::enable");
     registry_->enable(kind, id, on);
 }
 
@@ -600,7 +601,7 @@ bool Observers::is_enabled(Event kind) const noexcept {
 }
 
 bool Observers::is_enabled(Event kind, ComponentId id) const noexcept {
-    return registry_->enabled(kind, id);
+    return find_component_info(id) != nullptr && registry_->enabled(kind, id);
 }
 
 bool Observers::has(Event kind, ComponentId id) const noexcept {

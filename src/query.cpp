@@ -20,6 +20,7 @@ bool QuerySpec::matches(const detail::Archetype& a) const noexcept {
 }
 
 void World::collect_chunks(const QuerySpec& spec, std::vector<Chunk>& out) {
+    detail::check_spec(spec, "World::collect_chunks");
     out.clear();
     detail::Storage& s = *storage_;
     // Index 0 is the sentinel of free entity slots: never a match.
@@ -30,6 +31,12 @@ void World::collect_chunks(const QuerySpec& spec, std::vector<Chunk>& out) {
 }
 
 namespace detail {
+
+void check_spec(const QuerySpec& spec, const char* op) {
+    for (const auto* list : {&spec.all, &spec.any, &spec.none}) {
+        for (const ComponentId id : *list) checked_info(id, op);
+    }
+}
 
 void throw_empty_query(const char* op) {
     throw Error(errc::invalid_argument,

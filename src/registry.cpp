@@ -161,31 +161,29 @@ bool runtime_type(Field f) noexcept {
 void check_definition(std::string_view name, std::span<const FieldDef> fields,
                       const ComponentOptions& options) {
     auto fail = [&](const std::string& why) {
-        throw Error(errc::invalid_argument,
-                    "World::component(\"" + std::string(name) + "\"): " + why);
+        throw Error(errc::invalid_argument, "World::component(" + quote(name) + "): " + why);
     };
-    // Names are written to JSON snapshots: they must be valid UTF-8 (and the message must not
-    // repeat a name that isn't).
-    if (const std::size_t at = invalid_utf8_at(name); at != std::string_view::npos) {
-        throw Error(errc::invalid_argument, "World::component: the name is not valid UTF-8 (byte " +
-                                                std::to_string(at) + ")");
-    }
+    // Names are written to JSON snapshots and printed in every message about the component: they
+    // must be valid UTF-8 without control characters (messages quote the name given here).
+    if (const std::size_t at = unprintable_at(name); at != std::string_view::npos)
+        fail("the name " + unprintable_why(name, at));
     if (name.empty()) fail("a component needs a name");
     if (fields.size() > 1024) fail("more than 1024 fields");
     for (std::size_t i = 0; i < fields.size(); ++i) {
         const FieldDef& f = fields[i];
         if (f.name.empty()) fail("field " + std::to_string(i) + " has no name");
-        if (!valid_utf8(f.name))
-            fail("the name of field " + std::to_string(i) + " is not valid UTF-8");
+        if (const std::size_t at = unprintable_at(f.name); at != std::string_view::npos)
+            fail("the name of field " + std::to_string(i) + ", " + quote(f.name) + ", " +
+                 unprintable_why(f.name, at));
         if (!runtime_type(f.type)) {
-            fail("field '" + std::string(f.name) + "' has type " + std::string(to_string(f.type)) +
+            fail("field " + quote(f.name) + " has type " + std::string(to_string(f.type)) +
                  ", which only reflected C++ structs can hold (runtime fields are f32 f64 i8 i16 "
                  "i32 u8 u16 u32 boolean str)");
         }
         if (f.name.find_first_of(".[]") != std::string_view::npos)
-            fail("field name '" + std::string(f.name) + "' contains '.', '[' or ']'");
+            fail("field name " + quote(f.name) + " contains '.', '[' or ']'");
         for (std::size_t j = 0; j < i; ++j) {
-            if (fields[j].name == f.name) fail("field '" + std::string(f.name) + "' appears twice");
+            if (fields[j].name == f.name) fail("field " + quote(f.name) + " appears twice");
         }
     }
     if (options.eager_tracking && (fields.empty() || !options.track_changes))
@@ -210,7 +208,7 @@ std::string describe_definition(std::span<const FieldInfo> fields, const Compone
     std::string out = "{";
     for (const FieldInfo& f : fields) {
         if (out.size() > 1) out += ", ";
-        out += std::string(f.name) + ": " + std::string(to_string(f.type));
+        out += quote(f.name) + ": " + std::string(to_string(f.type));
     }
     out += "}";
     if (o.enableable) out += " enableable";
@@ -235,12 +233,12 @@ ComponentId register_runtime(std::string_view name, std::span<const FieldDef> fi
             std::vector<FieldInfo> asked;
             for (const FieldDef& f : fields) asked.push_back(FieldInfo{f.name, f.type});
             throw Error(errc::type_conflict,
-                        "World::component(\"" + key + "\"): already defined as " +
+                        "World::component(" + quote(key) + "): already defined as " +
                             describe_definition(rt.fields, rt.options) + "; this definition is " +
                             describe_definition(asked, options));
         }
-        throw Error(errc::type_conflict, "World::component(\"" + key +
-                                             "\"): the name is already a C++ component type's");
+        throw Error(errc::type_conflict, "World::component(" + quote(key) +
+                                             "): the name is already a C++ component type's");
     }
     // The layout of a C struct: each field at its natural alignment, in order. The record is
     // filled in place (the field names are viewed where they live).
@@ -297,14 +295,39 @@ std::uint32_t next_bundle_id() noexcept {
 
 }  // namespace detail
 
-const ComponentInfo& component_info(ComponentId id) noexcept {
+const ComponentInfo* find_component_info(ComponentId id) noexcept {
     // Acquiring the count makes the record's contents visible, whichever way the id was learnt
-    // (component_id reads its cached id relaxed).
-    (void)registry().count.load(std::memory_order_acquire);
+    // (component_id reads its cached id relaxed). Ids at or past the count were never assigned
+    // (the default id, 0xFFFFFFFF, among them): no chunk is read for them.
+    const std::uint32_t count = registry().count.load(std::memory_order_acquire);
+    if (id.value >= count) return nullptr;
     const ComponentInfo* chunk =
         registry().chunks[id.value >> chunk_bits].load(std::memory_order_acquire);
-    return chunk[id.value & (chunk_size - 1)];
+    return &chunk[id.value & (chunk_size - 1)];
 }
+
+const ComponentInfo& component_info(ComponentId id) noexcept {
+    static const ComponentInfo unregistered = [] {
+        ComponentInfo info;
+        info.name = "(unregistered component)";
+        return info;
+    }();
+    const ComponentInfo* info = find_component_info(id);
+    return info != nullptr ? *info : unregistered;
+}
+
+namespace detail {
+
+const ComponentInfo& checked_info(ComponentId id, const char* op) {
+    if (const ComponentInfo* info = find_component_info(id)) return *info;
+    throw Error(errc::not_registered,
+                std::string(op) + ": component id " +
+                    (id.valid() ? std::to_string(id.value) : std::string("(invalid)")) +
+                    " names no component (use the id World::component or component_id<T>() "
+                    "returned)");
+}
+
+}  // namespace detail
 
 std::size_t component_id_count() noexcept {
     return registry().count.load(std::memory_order_acquire);

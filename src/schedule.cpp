@@ -90,8 +90,8 @@ SystemConfig Schedule::add_system(std::string name, std::unique_ptr<detail::Syst
     if (name.empty())
         throw Error(errc::invalid_argument, "Schedule::add: a system needs a non-empty name");
     if (impl_->find(name) != nullptr) {
-        throw Error(errc::invalid_argument,
-                    "Schedule::add: a system named '" + name + "' is already in the schedule");
+        throw Error(errc::invalid_argument, "Schedule::add: a system named " + detail::quote(name) +
+                                                " is already in the schedule");
     }
     auto entry = std::make_unique<SystemEntry>();
     entry->name = std::move(name);
@@ -165,11 +165,13 @@ void Schedule::run_system(std::string_view name, World& world, float dt) {
     storage.set_tick(tick + 1);
     const std::exception_ptr sync_error = impl_->sync(s, world, !error);
     if (!error) s.last_tick = tick;
-    if (error) throw_system_failed("Schedule::run_system: system '" + s.name + "' failed", error);
+    if (error)
+        throw_system_failed("Schedule::run_system: system " + detail::quote(s.name) + " failed",
+                            error);
     if (sync_error) {
-        throw_system_failed(
-            "Schedule::run_system: applying the commands of system '" + s.name + "' failed",
-            sync_error);
+        throw_system_failed("Schedule::run_system: applying the commands of system " +
+                                detail::quote(s.name) + " failed",
+                            sync_error);
     }
 }
 

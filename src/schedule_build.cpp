@@ -64,11 +64,11 @@ void Schedule::Impl::build() {
         auto check = [&](const SystemEntry& first, const SystemEntry& second) {
             if (first.phase == Phase::manual || second.phase == Phase::manual) return;
             if (first.phase > second.phase) {
-                throw Error(errc::schedule_cycle, "Schedule::build: '" + first.name + "' (phase " +
-                                                      phase_name(first.phase) +
-                                                      ") must run before '" + second.name +
-                                                      "' (phase " + phase_name(second.phase) +
-                                                      "), which runs in an earlier phase");
+                throw Error(errc::schedule_cycle,
+                            "Schedule::build: " + detail::quote(first.name) + " (phase " +
+                                phase_name(first.phase) + ") must run before " +
+                                detail::quote(second.name) + " (phase " + phase_name(second.phase) +
+                                "), which runs in an earlier phase");
             }
         };
         for (const std::string& n : s->before) check(*s, *find(n));
@@ -117,7 +117,8 @@ void Schedule::Impl::build_phase(std::size_t p) {
         if (best == n) {
             std::string cycle;
             for (std::size_t i = 0; i < n; ++i) {
-                if (!placed[i]) cycle += (cycle.empty() ? "'" : ", '") + members[i]->name + "'";
+                if (!placed[i])
+                    cycle += (cycle.empty() ? "" : ", ") + detail::quote(members[i]->name);
             }
             throw Error(errc::schedule_cycle,
                         std::string("Schedule::build: the before/after constraints of phase ") +
@@ -165,9 +166,9 @@ void Schedule::Impl::build_phase(std::size_t p) {
             if (reach[ix][iy] || reach[iy][ix]) continue;  // ordered by before/after
             if (strict && x.order == y.order) {
                 throw Error(errc::ambiguous_order,
-                            "Schedule::build: systems '" + x.name + "' and '" + y.name +
-                                "' both access " + data + " (at least one writes it) in phase " +
-                                phase_name(phase) +
+                            "Schedule::build: systems " + detail::quote(x.name) + " and " +
+                                detail::quote(y.name) + " both access " + data +
+                                " (at least one writes it) in phase " + phase_name(phase) +
                                 " and nothing orders them; add before/after or order()");
             }
             add_edge(a, b);

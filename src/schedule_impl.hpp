@@ -6,6 +6,8 @@
 #include <tessera/error.hpp>
 #include <tessera/schedule.hpp>
 
+#include "utf8.hpp"
+
 #include <tbb/task_arena.h>
 
 #include <array>
@@ -138,7 +140,7 @@ struct Schedule::Impl {
     SystemEntry& get(std::string_view name, const char* op) const {
         if (SystemEntry* s = find(name)) return *s;
         throw Error(errc::unknown_system,
-                    std::string(op) + ": no system named '" + std::string(name) + "'");
+                    std::string(op) + ": no system named " + detail::quote(name));
     }
 
     void build();

@@ -66,8 +66,8 @@ void Schedule::Impl::prepare(SystemEntry& s, World& w) {
 void Schedule::Impl::check_resources(SystemEntry& s, const World& w, const char* op) const {
     for (const detail::ResourceAccess& r : s.access.resources) {
         if (r.present(w)) continue;
-        throw Error(errc::missing_resource, std::string(op) + ": system '" + s.name +
-                                                "' needs the resource " + std::string(r.name) +
+        throw Error(errc::missing_resource, std::string(op) + ": system " + detail::quote(s.name) +
+                                                " needs the resource " + std::string(r.name) +
                                                 ", which the world lacks (insert_resource it "
                                                 "before the phase runs)");
     }
@@ -428,13 +428,14 @@ void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_a
     // A system that threw is reported first (it failed before any sync point work).
     const char* phase = phase_name(static_cast<Phase>(p));
     if (failed != n) {
-        throw_system_failed(
-            "Schedule::run: system '" + g.order[failed]->name + "' failed in phase " + phase,
-            r.errors[failed]);
+        throw_system_failed("Schedule::run: system " + detail::quote(g.order[failed]->name) +
+                                " failed in phase " + phase,
+                            r.errors[failed]);
     }
     if (sync_error) {
-        throw_system_failed("Schedule::run: applying the commands of system '" + sync_failed->name +
-                                "' failed at the sync point of phase " + phase,
+        throw_system_failed("Schedule::run: applying the commands of system " +
+                                detail::quote(sync_failed->name) +
+                                " failed at the sync point of phase " + phase,
                             sync_error);
     }
 }
@@ -456,7 +457,7 @@ void Schedule::Impl::run(World& w, int workers, tbb::task_arena* arena, float dt
     }
     if (!known) {
         throw Error(errc::unknown_system,
-                    "Schedule::run: no system is in group '" + std::string(group) + "'");
+                    "Schedule::run: no system is in group " + detail::quote(group));
     }
     skipped = 0;
     struct EndFrame {  // the frame ends with the event queues' update, failure or not

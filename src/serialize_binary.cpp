@@ -139,7 +139,7 @@ void compare_binary(Reader& r, const Schema& schema, const std::string& componen
         if (name != f.name || type != static_cast<std::uint8_t>(f.type) ||
             (is_enum != 0) != f.is_enum || count != f.count) {
             fail(op, "component '" + component + "': field '" + prefix + std::string(f.name) +
-                         "' differs from the saved field '" + prefix + name + "'");
+                         "' differs from the saved field " + quote(prefix + name));
         }
         if (r.u32() != f.offset || r.u32() != f.stride) same_layout = false;
         if (f.type == Field::record)

@@ -108,14 +108,14 @@ SavedComponent resolve_component(const std::string& name, const std::string& kin
     if (!valid_utf8(name)) fail(op, "a component name is not valid UTF-8");
     const ComponentId id = find_component(name);
     if (!id.valid())
-        fail(op,
-             "unknown component '" + name + "' (not defined or not registered in this program)");
+        fail(op, "unknown component " + quote(name) +
+                     " (not defined or not registered in this program)");
     const ComponentInfo& info = component_info(id);
     const Codec codec = codec_of(info, op);
     const char* expected = codec_name(codec);
     if (kind != expected)
-        fail(op,
-             "component '" + name + "' was saved as " + kind + ", the program's is " + expected);
+        fail(op, "component '" + name + "' was saved as " + quote(kind) + ", the program's is " +
+                     expected);
     return SavedComponent{id, &info, codec, tracked, true};
 }
 

@@ -56,7 +56,7 @@ std::string field_mismatch(const json& d, const Schema& schema, const std::strin
             return "a bad field description";
         const std::string name = f["name"].get<std::string>();
         if (i >= schema.fields.size())
-            return "saved field '" + prefix + name + "' is not in the program's " +
+            return "saved field " + quote(prefix + name) + " is not in the program's " +
                    std::string(schema.name);
         const FieldInfo& p = schema.fields[i];
         const std::string type = f.value("type", std::string());
@@ -65,8 +65,8 @@ std::string field_mismatch(const json& d, const Schema& schema, const std::strin
                                         : 1;
         if (name != p.name || type != to_string(p.type) || count != p.count ||
             f.value("enum", false) != p.is_enum) {
-            return "field '" + prefix + std::string(p.name) + "' differs: saved as '" + name +
-                   "' " + type + (count != 1 ? "[" + std::to_string(count) + "]" : "") +
+            return "field '" + prefix + std::string(p.name) + "' differs: saved as " + quote(name) +
+                   " " + quote(type) + (count != 1 ? "[" + std::to_string(count) + "]" : "") +
                    ", the program has " + std::string(to_string(p.type)) +
                    (p.count != 1 ? "[" + std::to_string(p.count) + "]" : "");
         }
@@ -133,7 +133,7 @@ T float_from_json(const json& j, const Bad& bad) {
     }
     T v;
     std::memcpy(&v, &bits, sizeof v);
-    if (!std::isnan(v)) bad("'" + s + "' is not the bits of an " + type + " NaN");
+    if (!std::isnan(v)) bad(quote(s) + " is not the bits of an " + type + " NaN");
     return v;
 }
 
@@ -234,6 +234,11 @@ void json_to_scalar(const json& j, Field t, std::byte* p, const StringTable& str
         case Field::str: {
             if (!j.is_string()) bad("not a string");
             const std::string& s = j.get_ref<const std::string&>();
+            if (intern != nullptr) {
+                // Checked here, where the message can name the field (intern's would not).
+                if (const std::size_t at = invalid_utf8_at(s); at != std::string::npos)
+                    bad("the text is not valid UTF-8 (byte " + std::to_string(at) + ")");
+            }
             const std::uint32_t id = s.empty()           ? 0
                                      : intern != nullptr ? intern->intern(s)
                                                          : strings.find(s);
@@ -264,7 +269,7 @@ void json_to_value(const json& j, const Schema& schema, std::byte* v, const Stri
             const std::string& key = item.key();
             if (std::none_of(schema.fields.begin(), schema.fields.end(),
                              [&](const FieldInfo& f) { return f.name == key; }))
-                bad("there is no field '" + key + "'");
+                bad("there is no field " + quote(key));
         }
     }
     for (const FieldInfo& f : schema.fields) {
@@ -564,17 +569,33 @@ void load_json(const json& j, World& world) {
     load_image(image, columns, world, op);
 }
 
-// The schema of `e`'s component `id` and its value, or the right error (naming `op`).
-std::pair<const Schema*, std::byte*> fields_of(const Storage& s, Entity e, ComponentId id,
-                                               const char* op) {
-    std::byte* p = s.find(e, id);
-    if (p == nullptr) throw_lookup(s, op, e, id);
-    const ComponentInfo& info = component_info(id);
+// "entity 4:1, Name": where a field error of `op` happened.
+std::string where(Entity e, const ComponentInfo& info) {
+    std::ostringstream os;
+    os << "entity " << e << ", " << info.name;
+    return os.str();
+}
+
+// The fields of `e`'s component `id`: its record, schema and value, or the right error naming
+// `op` (not_registered, invalid_argument for a component without field metadata, not_alive,
+// missing_component). A tag (C++ or runtime, ChildOf included) has no fields: `schema` and
+// `value` are null.
+struct FieldsOf {
+    const ComponentInfo& info;
+    const Schema* schema;
+    std::byte* value;
+};
+
+FieldsOf fields_of(const Storage& s, Entity e, ComponentId id, const char* op) {
+    const ComponentInfo& info = checked_info(id, op);
+    if (!s.has(e, id)) throw_lookup(s, op, e, id);  // `has`, not the value: tags have none
+    if (info.is_tag()) return {info, nullptr, nullptr};
     if (info.schema == nullptr) {
-        fail(op, std::string(info.name) +
-                     " has no field metadata (TESSERA_REFLECT, or a runtime component)");
+        fail(op, where(e, info) +
+                     ": the component has no field metadata (TESSERA_REFLECT, or a runtime "
+                     "component)");
     }
-    return {info.schema, p};
+    return {info, info.schema, s.find(e, id)};
 }
 
 }  // namespace
@@ -585,9 +606,10 @@ namespace tessera {
 nlohmann::json to_json(const World& world, Entity e, ComponentId id) {
     using namespace detail::serial;
     const detail::Storage& s = world.storage();
-    const auto [schema, p] = fields_of(s, e, id, "to_json");
-    return value_to_json(*schema, p, s.strings_if(), [&](const std::string& why) {
-        fail("to_json", std::string(component_info(id).name) + ": " + why);
+    const FieldsOf f = fields_of(s, e, id, "to_json");
+    if (f.value == nullptr) return nlohmann::json::object();
+    return value_to_json(*f.schema, f.value, s.strings_if(), [&](const std::string& why) {
+        fail("to_json", where(e, f.info) + ": " + why);
     });
 }
 
@@ -595,8 +617,16 @@ void set_fields(World& world, Entity e, ComponentId id, const nlohmann::json& fi
     using namespace detail::serial;
     constexpr const char* op = "set_fields";
     detail::Storage& s = world.storage();
-    const auto [schema, p] = fields_of(s, e, id, op);
-    const ComponentInfo& info = component_info(id);
+    const FieldsOf f = fields_of(s, e, id, op);
+    const ComponentInfo& info = f.info;
+    const Bad bad = [&](const std::string& why) { fail(op, where(e, info) + ": " + why); };
+    if (f.value == nullptr) {
+        // A tag has no fields: only `{}` names none of them, and writes nothing.
+        if (!fields.is_object()) bad("a value is not an object");
+        if (!fields.empty()) bad("there is no field " + detail::quote(fields.begin().key()));
+        return;
+    }
+    std::byte* const p = f.value;
     if (!info.copyable()) fail(op, std::string(info.name) + " can't be copied");
     const bool observed = s.hooked(id);
     if (observed) detail::check_not_parallel(s, op);
@@ -612,14 +642,8 @@ void set_fields(World& world, Entity e, ComponentId id, const nlohmann::json& fi
         throw;
     }
     try {
-        std::ostringstream where;
-        where << e;
-        json_to_value(
-            fields, *schema, static_cast<std::byte*>(copy), s.strings(),
-            [&](const std::string& why) {
-                fail(op, "entity " + where.str() + ", " + std::string(info.name) + ": " + why);
-            },
-            true, &s.strings());
+        json_to_value(fields, *f.schema, static_cast<std::byte*>(copy), s.strings(), bad, true,
+                      &s.strings());
     } catch (...) {
         if (info.destroy != nullptr) info.destroy(copy, 1);
         mr->deallocate(copy, info.size, align);

@@ -10,8 +10,10 @@
 #include "common/error_of.hpp"
 
 #include <cstring>
+#include <functional>
 #include <memory_resource>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace ts = tessera;
@@ -210,6 +212,104 @@ TEST(Dynamic, MissingComponentDeadEntityAndUnknownIdErrors) {
     w.add(f, Position{1, 2});
     EXPECT_EQ(error_of([&] { w.set_field(f, ts::component_id<Position>(), "x", 1.0f); }),
               ts::errc::invalid_argument);
+}
+
+// Every public call that takes a ComponentId, with ids no component has: the default id, a huge
+// one and one inside the registry's first block of ids that was never assigned. The checked
+// calls throw not_registered naming themselves and change nothing; the noexcept queries answer
+// false, null or 0.
+TEST(Dynamic, EveryCallTakingAComponentIdRefusesAnIdNoComponentHas) {
+    ts::World w;
+    const ts::ComponentId h = health_of(w);
+    const ts::ComponentId stunned = w.component("DynIdStunned", {}, {.enableable = true});
+    const ts::Entity e = w.spawn();
+    w.add(e, h);
+    w.add(e, stunned);
+    w.set_field(e, h, "hp", 7);
+    const auto assigned = static_cast<std::uint32_t>(ts::component_id_count());
+    ASSERT_LT(assigned + 3, 256u) << "the small id must lie in the first block of 256 ids";
+    const ts::ComponentId unknown_ids[] = {ts::ComponentId{}, ts::ComponentId{0xFFFFFFF0u},
+                                           ts::ComponentId{assigned + 3}};
+
+    using Call = std::function<void(ts::ComponentId)>;
+    ts::CommandBuffer cb;
+    std::vector<ts::Chunk> chunks;
+    w.collect_chunks({.all = {h}}, chunks);
+    const std::vector<std::pair<std::string, Call>> checked = {
+        {"World::add", [&](ts::ComponentId id) { w.add(e, id); }},
+        {"World::remove", [&](ts::ComponentId id) { (void)w.remove(e, id); }},
+        {"World::set_field", [&](ts::ComponentId id) { w.set_field(e, id, "hp", 1); }},
+        {"World::set_field", [&](ts::ComponentId id) { w.set_field(e, id, std::size_t{0}, 1); }},
+        {"World::get_field", [&](ts::ComponentId id) { (void)w.get_field<int>(e, id, "hp"); }},
+        {"World::get_field",
+         [&](ts::ComponentId id) { (void)w.get_field<int>(e, id, std::size_t{0}); }},
+        {"World::enable", [&](ts::ComponentId id) { w.enable(e, id, false); }},
+        {"World::is_enabled", [&](ts::ComponentId id) { (void)w.is_enabled(e, id); }},
+        {"World::changed_tick", [&](ts::ComponentId id) { (void)w.changed_tick(e, id); }},
+        {"World::added_tick", [&](ts::ComponentId id) { (void)w.added_tick(e, id); }},
+        {"World::query_dynamic", [&](ts::ComponentId id) { (void)w.query_dynamic({.all = {id}}); }},
+        {"World::query_dynamic",
+         [&](ts::ComponentId id) { (void)w.query_dynamic({.all = {h}, .any = {id}}); }},
+        {"World::query_dynamic",
+         [&](ts::ComponentId id) { (void)w.query_dynamic({.all = {h}, .none = {id}}); }},
+        {"DynamicQuery", [&](ts::ComponentId id) { ts::DynamicQuery q(w, {.all = {id}}); }},
+        {"World::collect_chunks",
+         [&](ts::ComponentId id) { w.collect_chunks({.all = {h}, .none = {id}}, chunks); }},
+        {"CommandBuffer::add", [&](ts::ComponentId id) { cb.add(e, id); }},
+        {"CommandBuffer::remove", [&](ts::ComponentId id) { cb.remove(e, id); }},
+        {"Observers::enable",
+         [&](ts::ComponentId id) { w.observers().enable(ts::Event::add, id, false); }},
+        {"Observers::enable",
+         [&](ts::ComponentId id) { w.observers().enable(ts::Event::spawn, id, false); }},
+        {"to_json", [&](ts::ComponentId id) { (void)ts::to_json(w, e, id); }},
+        {"set_fields",
+         [&](ts::ComponentId id) {
+             ts::set_fields(w, e, id, {{"hp", 1}});
+         }},
+    };
+    for (const ts::ComponentId id : unknown_ids) {
+        SCOPED_TRACE("id " + std::to_string(id.value));
+        for (const auto& [op, call] : checked) {
+            SCOPED_TRACE(op);
+            try {
+                call(id);
+                ADD_FAILURE() << "no error";
+            } catch (const ts::Error& err) {
+                EXPECT_EQ(err.code(), ts::errc::not_registered) << err.what();
+                EXPECT_NE(std::string(err.what()).find(op + ": component id"), std::string::npos)
+                    << err.what();
+            }
+        }
+        EXPECT_FALSE(w.has(e, id));
+        EXPECT_FALSE(w.observers().is_enabled(ts::Event::add, id));
+        EXPECT_FALSE(w.observers().has(ts::Event::add, id));
+        EXPECT_EQ(w.observers().clear(ts::Event::add, id), 0u);
+        EXPECT_EQ(ts::find_component_info(id), nullptr);
+        EXPECT_FALSE(ts::component_info(id).id.valid());
+        EXPECT_EQ(ts::component_info(id).name, "(unregistered component)");
+        int visited = 0;
+        w.query_dynamic({.all = {h}}).each_chunk([&](ts::Chunk& c) {
+            ++visited;
+            EXPECT_FALSE(c.has(id));
+            EXPECT_EQ(c.column_bytes(id), nullptr);
+            EXPECT_EQ(c.enabled(id), nullptr);
+            c.mark_changed(id, 0);  // nothing to stamp
+        });
+        EXPECT_EQ(visited, 1);
+    }
+    // Nothing changed: the entity, its components and values, the buffer, the switches.
+    EXPECT_EQ(w.count(), 1u);
+    EXPECT_TRUE(w.has(e, h));
+    EXPECT_TRUE(w.has(e, stunned));
+    EXPECT_TRUE(w.is_enabled(e, stunned));
+    EXPECT_EQ(w.get_field<std::int32_t>(e, h, "hp"), 7);
+    EXPECT_EQ(cb.size(), 0u);
+    EXPECT_EQ(chunks.size(), 1u) << "collect_chunks left its output as it was";
+    EXPECT_TRUE(w.observers().is_enabled(ts::Event::add, h));
+    EXPECT_EQ(ts::component_id_count(), assigned);
+    // The known ids still answer.
+    EXPECT_EQ(ts::find_component_info(h), &ts::component_info(h));
+    EXPECT_TRUE(w.observers().is_enabled(ts::Event::spawn, h));
 }
 
 TEST(Dynamic, AddRemoveHasById) {
@@ -571,6 +671,51 @@ TEST(Dynamic, ComponentAndFieldNamesMustBeUtf8) {
                   (void)w.component("DynBadField", {{"x\xc0\xaf", ts::Field::i32}});
               }),
               ts::errc::invalid_argument);
+}
+
+// Names and paths in messages are quoted with NUL, control characters and bad bytes escaped:
+// the message is whole (a NUL would end what()) and valid UTF-8. Names with control characters
+// are refused at definition.
+TEST(Dynamic, MessagesQuoteNamesAndPathsEscaped) {
+    ts::World w;
+    const ts::ComponentId h = health_of(w);
+    const ts::Entity e = w.spawn();
+    w.add(e, h);
+    const auto message = [](auto&& call) {
+        try {
+            call();
+            ADD_FAILURE() << "no error";
+        } catch (const ts::Error& err) {
+            EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+            return std::string(err.what());
+        }
+        return std::string();
+    };
+    const std::string path("h\0p\x1b\xc3", 5);
+    for (const std::string& what : {message([&] { w.set_field(e, h, path, 1); }), message([&] {
+                                        (void)w.get_field<std::int32_t>(e, h, path);
+                                    })}) {
+        EXPECT_NE(what.find(R"('h\x00p\x1B\xC3')"), std::string::npos) << what;
+        EXPECT_NE(what.find("DynHealth"), std::string::npos) << what;
+    }
+    const std::string nested = message([&] { w.set_field(e, h, std::string("hp.\x7f", 4), 1); });
+    EXPECT_NE(nested.find(R"('hp.\x7F')"), std::string::npos) << nested;
+
+    const std::size_t ids = ts::component_id_count();
+    const std::string name = message([&] {
+        (void)w.component(std::string("DynCtl\0x", 8), {{"x", ts::Field::i32}});
+    });
+    EXPECT_NE(
+        name.find(
+            R"(World::component('DynCtl\x00x'): the name holds a control character (byte 6))"),
+        std::string::npos)
+        << name;
+    const std::string field = message([&] {
+        (void)w.component("DynCtlField", {{std::string("a\nb"), ts::Field::i32}});
+    });
+    EXPECT_NE(field.find(R"('a\x0Ab')"), std::string::npos) << field;
+    EXPECT_NE(field.find("control character"), std::string::npos) << field;
+    EXPECT_EQ(ts::component_id_count(), ids) << "nothing was defined";
 }
 
 TEST(Dynamic, AnIndexOnAFieldThatIsNotAnArrayIsABadPath) {

@@ -469,6 +469,31 @@ TEST(ScheduleErrors, UnknownNamesAreUnknownSystem) {
     EXPECT_TRUE(contains(r.what(), "nope")) << r.what();
 }
 
+// System and group names are user text: messages quote them with NUL, control characters and
+// bad bytes escaped, so the message is whole and valid UTF-8.
+TEST(ScheduleErrors, MessagesQuoteSystemNamesEscaped) {
+    ts::World world;
+    ts::Schedule s;
+    const std::string odd("n\0pe\n\xff", 6);
+    s.add(odd, [] {});
+    const std::string escaped = R"('n\x00pe\x0A\xFF')";
+    for (const ts::Error& e :
+         {error_of([&] { s.add(odd, [] {}); }), error_of([&] { s.run_system("x" + odd, world); }),
+          error_of([&] { s.enable("x" + odd, false); }),
+          error_of([&] { s.run(world, 0.0f, "g" + odd); })}) {
+        const std::string what = e.what();
+        const std::string name = what.find("'x") != std::string::npos   ? "'x" + escaped.substr(1)
+                                 : what.find("'g") != std::string::npos ? "'g" + escaped.substr(1)
+                                                                        : escaped;
+        EXPECT_TRUE(contains(what, name)) << what;
+    }
+    ts::Schedule t;
+    t.add(odd, [] { throw std::runtime_error("boom"); });
+    const ts::Error failed = error_of([&] { t.run_system(odd, world); });
+    EXPECT_EQ(failed.code(), ts::errc::system_failed);
+    EXPECT_TRUE(contains(failed.what(), escaped)) << failed.what();
+}
+
 TEST(ScheduleErrors, NamesAreUniqueAndNotEmpty) {
     ts::Schedule s;
     s.add("a", [] {});

@@ -365,6 +365,68 @@ TEST(Json, MismatchedFieldIsInvalidArgumentNamingComponentAndField) {
     EXPECT_EQ(back.count(), 0u);
 }
 
+// Names read from a document are quoted escaped in the loader's messages: an unknown component
+// name, a saved field name and a saved kind or type with NUL, control or bad bytes.
+TEST(Json, NamesFromTheDocumentAreQuotedEscaped) {
+    ts::World w;
+    w.spawn(sz::Pos{1, 2});
+    const nlohmann::json saved = ts::to_json(w);
+    const auto load_error = [](const nlohmann::json& j) {
+        ts::World back;
+        try {
+            ts::from_json(j, back);
+            ADD_FAILURE() << "no error";
+        } catch (const ts::Error& e) {
+            EXPECT_EQ(e.code(), ts::errc::invalid_argument);
+            EXPECT_EQ(back.count(), 0u);
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    const auto edited = [&](const std::function<void(nlohmann::json&)>& edit) {
+        nlohmann::json j = saved;
+        for (auto& c : j["components"])
+            if (c["name"] == "sz::Pos") edit(c);
+        return j;
+    };
+    const std::string unknown =
+        load_error(edited([](nlohmann::json& c) { c["name"] = std::string("sz::P\0s\x1b", 8); }));
+    EXPECT_NE(unknown.find(R"(unknown component 'sz::P\x00s\x1B')"), std::string::npos) << unknown;
+    const std::string field = load_error(
+        edited([](nlohmann::json& c) { c["fields"][1]["name"] = std::string("y\0z", 3); }));
+    EXPECT_NE(field.find(R"(saved as 'y\x00z')"), std::string::npos) << field;
+    const std::string type = load_error(
+        edited([](nlohmann::json& c) { c["fields"][1]["type"] = std::string("f\n32"); }));
+    EXPECT_NE(type.find(R"('f\x0A32')"), std::string::npos) << type;
+    const std::string kind =
+        load_error(edited([](nlohmann::json& c) { c["kind"] = std::string("tag\x7f"); }));
+    EXPECT_NE(kind.find(R"(saved as 'tag\x7F')"), std::string::npos) << kind;
+}
+
+// The binary loader quotes a saved field name that differs, escaped.
+TEST(Save, ASavedFieldNameThatDiffersIsQuotedEscaped) {
+    ts::World w;
+    const ts::ComponentId c = w.component("SaveQuoted", {{"fieldzzz", ts::Field::i32}});
+    w.add(w.spawn(), c);
+    std::vector<std::byte> bytes = ts::save(w);
+    const std::string from = "fieldzzz";
+    const std::string to("fi\0ld\x01zz", 8);
+    const auto at = std::search(bytes.begin(), bytes.end(), from.begin(), from.end(),
+                                [](std::byte b, char ch) { return b == std::byte(ch); });
+    ASSERT_NE(at, bytes.end());
+    std::transform(to.begin(), to.end(), at, [](char ch) { return std::byte(ch); });
+    ts::World back;
+    try {
+        ts::load(bytes, back);
+        ADD_FAILURE() << "no error";
+    } catch (const ts::Error& e) {
+        EXPECT_EQ(e.code(), ts::errc::invalid_argument);
+        const std::string what = e.what();
+        EXPECT_NE(what.find(R"(the saved field 'fi\x00ld\x01zz')"), std::string::npos) << what;
+    }
+    EXPECT_EQ(back.count(), 0u);
+}
+
 TEST(StateHash, IndependentOfHistory) {
     ts::World a, b;
     const ts::Entity a1 = a.spawn(sz::Pos{1, 2});
@@ -757,4 +819,108 @@ TEST(ComponentJson, ReadsEveryFieldAndWritesSomeAllOrNothing) {
               ts::errc::invalid_argument);
     w.despawn(p);
     EXPECT_EQ(error_of([&] { ts::set_fields(w, p, unit, {{"hp", 1}}); }), ts::errc::not_alive);
+}
+
+// A tag's fields are the empty object: C++ and runtime tags and ChildOf on a child.
+TEST(ComponentJson, ATagTheEntityHasHasNoFields) {
+    ts::World w;
+    const ts::ComponentId marker = w.component("JsonMarker");
+    const ts::Entity parent = w.spawn();
+    const ts::Entity e = w.spawn(sz::Frozen{});
+    w.add(e, marker);
+    w.relate<ts::ChildOf>(e, parent);
+    int adds = 0;
+    ts::Observer o = w.on_add<sz::Frozen>([&](ts::World&, ts::Entity) { ++adds; });
+    for (const ts::ComponentId tag :
+         {ts::component_id<sz::Frozen>(), marker, ts::component_id<ts::ChildOf>()}) {
+        SCOPED_TRACE(std::string(ts::component_info(tag).name));
+        ASSERT_TRUE(w.has(e, tag));
+        EXPECT_EQ(ts::to_json(w, e, tag), nlohmann::json::object());
+        ts::set_fields(w, e, tag, nlohmann::json::object());  // names no field: writes nothing
+        EXPECT_TRUE(w.has(e, tag));
+        try {
+            ts::set_fields(w, e, tag, {{"x", 1}});
+            ADD_FAILURE() << "no error";
+        } catch (const ts::Error& err) {
+            EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+            EXPECT_NE(std::string(err.what()).find("no field 'x'"), std::string::npos)
+                << err.what();
+        }
+        EXPECT_EQ(error_of([&] { ts::set_fields(w, e, tag, nlohmann::json::array()); }),
+                  ts::errc::invalid_argument);
+        // An entity without the tag still lacks it.
+        EXPECT_EQ(error_of([&] { (void)ts::to_json(w, parent, tag); }),
+                  ts::errc::missing_component);
+        EXPECT_EQ(error_of([&] { ts::set_fields(w, parent, tag, nlohmann::json::object()); }),
+                  ts::errc::missing_component);
+    }
+    EXPECT_EQ(adds, 0);
+    EXPECT_EQ(w.parents(e).size(), 1u);
+}
+
+// A component the entity has but that has no field metadata is invalid_argument saying so (the
+// relation's Targets<ChildOf> too), never "has no".
+TEST(ComponentJson, AComponentWithoutFieldMetadataSaysSo) {
+    ts::World w;
+    const ts::Entity parent = w.spawn();
+    const ts::Entity e = w.spawn(sz::Opaque{3});
+    w.relate<ts::ChildOf>(e, parent);
+    for (const ts::ComponentId id :
+         {ts::component_id<sz::Opaque>(), ts::component_id<ts::Targets<ts::ChildOf>>()}) {
+        SCOPED_TRACE(std::string(ts::component_info(id).name));
+        for (const auto& call : std::vector<std::function<void()>>{
+                 [&] { (void)ts::to_json(w, e, id); },
+                 [&] { ts::set_fields(w, e, id, nlohmann::json::object()); }}) {
+            try {
+                call();
+                ADD_FAILURE() << "no error";
+            } catch (const ts::Error& err) {
+                EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+                const std::string what = err.what();
+                EXPECT_NE(what.find("no field metadata"), std::string::npos) << what;
+                const std::string entity =
+                    "entity " + std::to_string(e.index) + ":" + std::to_string(e.generation);
+                EXPECT_NE(what.find(entity), std::string::npos) << what;
+            }
+        }
+    }
+    EXPECT_EQ(w.get<sz::Opaque>(e).secret, 3);
+}
+
+// Messages carry their context and quote user text escaped: text that is not UTF-8 in a str
+// field names the call, entity, component and field (nothing interned, nothing written); a
+// key with a NUL, a control character or a bad byte is quoted in full.
+TEST(ComponentJson, BadTextIsReportedWithItsContextAndEscaped) {
+    ts::World w;
+    const ts::ComponentId unit =
+        w.component("JsonTextUnit", {{"hp", ts::Field::i32}, {"label", ts::Field::str}});
+    const ts::Entity e = w.spawn();
+    w.add(e, unit);
+    w.set_field(e, unit, "label", std::string_view("old"));
+    const std::size_t strings = w.strings().size();
+    const std::string entity = std::to_string(e.index) + ":" + std::to_string(e.generation);
+    const auto message = [&](const nlohmann::json& j) {
+        try {
+            ts::set_fields(w, e, unit, j);
+            ADD_FAILURE() << "no error for "
+                          << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        } catch (const ts::Error& err) {
+            EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+            return std::string(err.what());
+        }
+        return std::string();
+    };
+    const std::string utf8 = message({{"hp", 2}, {"label", std::string("ab\xff")}});
+    for (const std::string part :
+         {"set_fields", entity.c_str(), "JsonTextUnit", "label", "not valid UTF-8 (byte 2)"})
+        EXPECT_NE(utf8.find(part), std::string::npos) << part << " in " << utf8;
+    EXPECT_EQ(utf8.find("StringTable"), std::string::npos) << utf8;
+
+    const std::string key = message({{std::string("a\0b\x01\xff'", 6), 1}});
+    EXPECT_NE(key.find(R"(no field 'a\x00b\x01\xFF\x27')"), std::string::npos) << key;
+    EXPECT_NE(key.find(entity), std::string::npos) << key;
+
+    EXPECT_EQ(w.get_field<std::int32_t>(e, unit, "hp"), 0);
+    EXPECT_EQ(w.get_field<std::string>(e, unit, "label"), "old");
+    EXPECT_EQ(w.strings().size(), strings);
 }

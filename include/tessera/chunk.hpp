@@ -108,21 +108,27 @@ public:
         return tick_of<T>(row, true) > tick;
     }
 
-    /// Whether the chunk's entities have component `id` (tags included).
+    // The id-taking members below never throw: an id no component has (the default
+    // `ComponentId{}`, a forged number) is absent from every chunk.
+
+    /// Whether the chunk's entities have component `id` (tags included); false for an id no
+    /// component has.
     [[nodiscard]] bool has(ComponentId id) const noexcept { return archetype_->contains(id); }
     /// The raw column of component `id` (`count()` values of `component_info(id).size` bytes
     /// each; a field lives at its `FieldInfo::offset` in each value), or null when absent or a
-    /// tag. Writing through it stamps nothing: call `mark_changed(id, row)`.
+    /// tag (or an id no component has). Writing through it stamps nothing: call
+    /// `mark_changed(id, row)`.
     [[nodiscard]] std::byte* column_bytes(ComponentId id) const noexcept {
         return storage_->column_data(id, archetype_->index);
     }
-    /// The enable flags of component `id` (one byte per row), or null when absent or not
-    /// enableable.
+    /// The enable flags of component `id` (one byte per row), or null when absent, not
+    /// enableable, or an id no component has.
     [[nodiscard]] const std::uint8_t* enabled(ComponentId id) const noexcept {
         const std::int32_t c = archetype_->slot(id);
         return c < 0 ? nullptr : archetype_->columns[static_cast<std::uint32_t>(c)].enabled;
     }
-    /// Stamps the changed tick of component `id` at `row` (when tracked).
+    /// Stamps the changed tick of component `id` at `row` (when tracked); nothing for an absent
+    /// component or an id no component has.
     void mark_changed(ComponentId id, std::size_t row) const noexcept {
         TESSERA_ASSERT(row < archetype_->size, "Chunk::mark_changed: row past the chunk's end");
         const std::int32_t c = archetype_->slot(id);

@@ -297,9 +297,23 @@ template <class T>
     return detail::late_component_id<U>();
 }
 
-/// The registry's record for `id`. O(1); the record never moves or dies. Precondition: `id` was
-/// returned by the registry (`component_id`, `World::component`).
+/// The registry's record for `id`. O(1); the record never moves or dies. For an id the process
+/// never assigned (default-constructed, or forged from a number) it is a placeholder: an invalid
+/// `id`, the name "(unregistered component)", size 0 and no hooks; `find_component_info` tells
+/// the two apart.
 [[nodiscard]] const ComponentInfo& component_info(ComponentId id) noexcept;
+
+/// The registry's record for `id`, or null when the process never assigned `id` (the default
+/// `ComponentId{}`, or a number no component has). O(1), lock-free. Every public call that takes
+/// a runtime `ComponentId` checks it this way: the checked ones throw `Error(not_registered)`,
+/// the `noexcept` queries answer false, null or 0.
+[[nodiscard]] const ComponentInfo* find_component_info(ComponentId id) noexcept;
+
+namespace detail {
+/// `find_component_info(id)` for a call named `op` that must have a component.
+/// @throws Error(not_registered) naming `op` and the id when the process never assigned it.
+const ComponentInfo& checked_info(ComponentId id, const char* op);
+}  // namespace detail
 
 namespace detail {
 /// `late_component_id`, giving the invalid `ComponentId{}` instead of throwing.

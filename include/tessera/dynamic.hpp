@@ -90,7 +90,7 @@ private:
 class DynamicQuery {
 public:
     /// A query over `world` matching `spec` (`World::query_dynamic` makes them). It must not
-    /// outlive the world.
+    /// outlive the world. @throws Error(not_registered) for an id no component has.
     DynamicQuery(World& world, QuerySpec spec);
 
     /// Calls `fn(Chunk&)` for every non-empty matching archetype. Structural changes made by

@@ -106,7 +106,8 @@ public:
         enable(kind, component_id<T>(), on);
     }
     /// Turns the observers of `kind` for component `id` on or off (kinds as for `enable<T>`).
-    /// @throws Error(invalid_argument) for another kind.
+    /// @throws Error(not_registered) for an id no component has, Error(invalid_argument) for
+    /// another kind (nothing changes).
     void enable(Event kind, ComponentId id, bool on);
     /// Whether `kind` is on.
     [[nodiscard]] bool is_enabled(Event kind) const noexcept;
@@ -115,10 +116,12 @@ public:
     [[nodiscard]] bool is_enabled(Event kind) const noexcept {
         return is_enabled(kind, detail::lookup_id<T>());
     }
-    /// Whether `kind` is on for component `id` (both the kind's and the component's switch).
+    /// Whether `kind` is on for component `id` (both the kind's and the component's switch);
+    /// false for an id no component has.
     [[nodiscard]] bool is_enabled(Event kind, ComponentId id) const noexcept;
     /// Whether any live observer is subscribed to `kind` for component `id` (for `spawn` and
     /// `despawn`, `id` is ignored; query events are never reported). Switches don't count.
+    /// False (for the other kinds) for an id no component has.
     [[nodiscard]] bool has(Event kind, ComponentId id = {}) const noexcept;
     /// Whether any live observer is subscribed to `kind` for `T`.
     template <class T>
@@ -127,7 +130,8 @@ public:
     }
     /// Ends every subscription to `kind` for component `id` (for `spawn` and `despawn`, every
     /// one of that kind); their handles become inactive. Returns how many ended. A
-    /// subscription to several types (`on_add<A, B>`) keeps its other types.
+    /// subscription to several types (`on_add<A, B>`) keeps its other types. 0 for an id no
+    /// component has (spawn and despawn aside).
     std::size_t clear(Event kind, ComponentId id = {}) noexcept;
     /// `clear` for `T`.
     template <class T>

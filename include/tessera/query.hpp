@@ -209,6 +209,8 @@ private:
 
 /// Throws Error(invalid_argument): `op` needs a world, and the query is empty.
 [[noreturn]] void throw_empty_query(const char* op);
+/// Checks every id of `spec` (`checked_info`). @throws Error(not_registered) naming `op`.
+void check_spec(const QuerySpec& spec, const char* op);
 /// Throws Error(invalid_argument): `op` was given a query of another world.
 [[noreturn]] void throw_foreign_query(const char* op);
 

@@ -27,16 +27,20 @@ void from_json(const nlohmann::json& json, World& world);
 
 /// All fields of `e`'s component `id` as one JSON object (field name -> value, as `to_json` of
 /// the world writes them: nested records as objects, arrays as arrays, `str` fields as their
-/// text): a whole runtime component in one call. @throws Error(not_alive),
-/// Error(missing_component), Error(invalid_argument) for a component without field metadata.
+/// text): a whole runtime component in one call. A tag `e` has (C++ or runtime, `ChildOf`
+/// included) gives `{}`. @throws Error(not_registered) for an id no component has,
+/// Error(not_alive), Error(missing_component), Error(invalid_argument) for a non-tag component
+/// without field metadata.
 [[nodiscard]] nlohmann::json to_json(const World& world, Entity e, ComponentId id);
 
 /// Writes the fields `fields` names (a JSON object, nested records as objects) of `e`'s
 /// component `id` in one call; the others keep their values. All or nothing: the value is
 /// replaced once every field was read, and marked changed (`on_set` fires once). `str` fields
-/// take text (interned). @throws Error(invalid_argument) naming the entity, the component and
-/// the field for a name that is no field, a value of the wrong type or out of range (nothing
-/// changes), Error(not_alive), Error(missing_component).
+/// take text (interned). A tag `e` has takes `{}` only, and nothing changes.
+/// @throws Error(invalid_argument) naming the entity, the component and the field for a name
+/// that is no field, a value of the wrong type, out of range or text that is not UTF-8, or a
+/// non-tag component without field metadata (nothing changes), Error(not_registered) for an id
+/// no component has, Error(not_alive), Error(missing_component).
 void set_fields(World& world, Entity e, ComponentId id, const nlohmann::json& fields);
 
 }  // namespace tessera

@@ -364,7 +364,8 @@ public:
     /// id, valid in every world. Defining a name again with the same schema and options returns
     /// the same id. @throws Error(type_conflict) when `name` is already defined differently (or
     /// names a C++ component), Error(invalid_argument) for an empty or repeated field name, a
-    /// type runtime schemas can't hold.
+    /// component or field name that is not UTF-8 or holds a control character, a type runtime
+    /// schemas can't hold.
     ComponentId component(std::string_view name, std::initializer_list<FieldDef> schema = {});
     /// `component(name, schema)` with options (enableable, track_changes). @throws like it.
     ComponentId component(std::string_view name, std::initializer_list<FieldDef> schema,
@@ -384,14 +385,16 @@ public:
     /// Removes component `id` from `e`; false when it had none. @throws Error(not_alive),
     /// Error(not_registered).
     bool remove(Entity e, ComponentId id);
-    /// Whether `e` is alive and has component `id`. Never throws.
+    /// Whether `e` is alive and has component `id`. Never throws: false for an id no component
+    /// has.
     [[nodiscard]] bool has(Entity e, ComponentId id) const noexcept;
     /// Writes field `field` (a name; "a.b" for a nested field, "a[2]" for an array element) of
     /// `e`'s component `id` and marks it changed (firing `on_set` observers). Numbers convert
     /// to the field's type when the value fits, bools go to `boolean` fields only, strings to
     /// `str` (interned) and `std::string` fields. @throws Error(invalid_argument) for an
-    /// unknown field, a wrong value type or a value out of range, Error(not_alive),
-    /// Error(missing_component).
+    /// unknown field, a wrong value type or a value out of range, or a component without field
+    /// metadata (the message names the entity, component and field), Error(not_alive),
+    /// Error(missing_component), Error(not_registered) for an id no component has.
     template <class V>
     void set_field(Entity e, ComponentId id, std::string_view field, const V& value);
     /// `set_field` by field index (declaration order; an array or struct field can't be named
@@ -423,6 +426,7 @@ public:
     /// The tick at which component `id` was added to `e`. @throws like `changed_tick(e, id)`.
     std::uint64_t added_tick(Entity e, ComponentId id);
     /// A cached query from component ids (`.all`, `.any`, `.none`; dynamic.hpp).
+    /// @throws Error(not_registered) for an id no component has.
     [[nodiscard]] DynamicQuery query_dynamic(QuerySpec spec);
 
     // ----- clone, snapshot and restore (serialize.hpp) -----
@@ -460,6 +464,7 @@ public:
 
     /// Clears `out` and fills it with a `Chunk` per non-empty archetype matching `spec`. Once
     /// `out` has grown to the number of matches it allocates nothing. O(archetypes).
+    /// @throws Error(not_registered) for an id no component has (`out` unchanged).
     void collect_chunks(const QuerySpec& spec, std::vector<Chunk>& out);
 
     // ----- resources (resource.hpp) -----

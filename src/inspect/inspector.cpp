@@ -16,6 +16,7 @@
 #include <tessera/schedule.hpp>
 #include <tessera/world.hpp>
 
+#include "../utf8.hpp"
 #include "history.hpp"
 #include "points.hpp"
 #include "server.hpp"
@@ -64,6 +65,7 @@ namespace {
 
 using json = nlohmann::json;
 using detail::Archetype;
+using detail::quote;
 using detail::Storage;
 using detail::inspector::add_leaves;
 using detail::inspector::each_archetype;
@@ -216,10 +218,11 @@ ComponentId component_of(const World& world, Entity e, const std::string& name) 
         }
     }
     if (suffix_matches == 1) return *found;
-    if (suffix_matches > 1) fail(400, "component name '" + name + "' is ambiguous: qualify it");
+    if (suffix_matches > 1)
+        fail(400, "component name " + quote(name) + " is ambiguous: qualify it");
     std::string problem;
     if (!find_by_name(s, name, &problem)) fail(404, problem);
-    fail(404, "entity " + entity_text(e) + " has no component '" + name + "'");
+    fail(404, "entity " + entity_text(e) + " has no component " + quote(name));
 }
 }  // namespace
 
@@ -229,8 +232,8 @@ Inspector::Inspector(std::uint16_t port, InspectorOptions options)
     if (!detail::is_loopback_host(m.options.host)) {
         if (!m.options.allow_remote)
             throw Error(errc::invalid_argument,
-                        "Inspector: host '" + m.options.host +
-                            "' is not a loopback address; set InspectorOptions::allow_remote to "
+                        "Inspector: host " + quote(m.options.host) +
+                            " is not a loopback address; set InspectorOptions::allow_remote to "
                             "serve it (the API can change the world and has no authentication)");
         std::cerr << "tessera::Inspector: warning: serving on " << m.options.host
                   << ", reachable from other machines; the API can change the world and has "
@@ -314,7 +317,7 @@ std::optional<Failure> Inspector::Impl::host_problem(const httplib::Request& req
     const std::string own = (v6 ? "[" + options.host + "]" : options.host) + p;
     if (host == "127.0.0.1" + p || host == "localhost" + p || host == "[::1]" + p || host == own)
         return std::nullopt;
-    return Failure{403, "Host '" + host + "' is not served"};
+    return Failure{403, "Host " + quote(host) + " is not served"};
 }
 
 void Inspector::Impl::serve(const std::shared_ptr<Pending>& p, httplib::Response& res) {
@@ -456,8 +459,8 @@ void Inspector::Impl::routes() {
                    const std::optional<Entity> e = parse_entity(req.matches[1].str());
                    if (!e)
                        return reply(res, 400,
-                                    error_body("bad entity id '" + req.matches[1].str() +
-                                               "': expected index:generation, e.g. 12:1"));
+                                    error_body("bad entity id " + quote(req.matches[1].str()) +
+                                               ": expected index:generation, e.g. 12:1"));
                    auto p = std::make_shared<Pending>();
                    p->kind = Pending::Kind::entity;
                    p->entity = *e;
@@ -468,8 +471,8 @@ void Inspector::Impl::routes() {
         const std::optional<Entity> e = parse_entity(req.matches[1].str());
         if (!e)
             return reply(res, 400,
-                         error_body("bad entity id '" + req.matches[1].str() +
-                                    "': expected index:generation, e.g. 12:1"));
+                         error_body("bad entity id " + quote(req.matches[1].str()) +
+                                    ": expected index:generation, e.g. 12:1"));
         json body = json::parse(req.body, nullptr, false);
         if (body.is_discarded())
             return reply(res, 400,
@@ -722,19 +725,20 @@ json Inspector::Impl::edit(World& world, const Pending& p) {
     // A struct or a whole array is not one value: say which elements to edit.
     if (const FieldInfo* top = info.schema->find(p.field)) {
         if (top->type == Field::record)
-            fail(400, "field '" + p.field + "' is a struct: edit one of its fields ('" + p.field +
-                          "." + std::string(top->schema->fields.front().name) + "')");
+            fail(400, "field " + quote(p.field) + " is a struct: edit one of its fields (" +
+                          quote(p.field + "." + std::string(top->schema->fields.front().name)) +
+                          ")");
         if (top->count > 1)
-            fail(400,
-                 "field '" + p.field + "' is an array: edit one element ('" + p.field + "[0]')");
+            fail(400, "field " + quote(p.field) + " is an array: edit one element (" +
+                          quote(p.field + "[0]") + ")");
     }
     detail::FieldRef ref;
     try {
         ref = detail::resolve_field(id, p.field, "Inspector");
     } catch (const Error&) {
-        fail(404, "component '" + std::string(info.name) + "' has no field '" + p.field + "'");
+        fail(404, "component '" + std::string(info.name) + "' has no field " + quote(p.field));
     }
-    if (ref.info->type == Field::record) fail(400, "field '" + p.field + "' is a struct");
+    if (ref.info->type == Field::record) fail(400, "field " + quote(p.field) + " is a struct");
     try {
         const json& v = p.value;
         if (v.is_boolean())

@@ -2,6 +2,7 @@
 // columns of the matching rows into plain arrays, a typed loop per column (the cost of a query
 // over those columns); the server thread writes the JSON text.
 #include "points.hpp"
+#include "../utf8.hpp"
 
 #include <tessera/dynamic.hpp>
 #include <tessera/error.hpp>
@@ -35,18 +36,19 @@ PointField resolve(const Storage& s, const std::string& what, const std::string&
         if (id) break;
         if (first_problem.empty()) first_problem = problem;
     }
-    if (!id) fail(400, what + " '" + spec + "': " + first_problem);
+    if (!id) fail(400, what + " " + quote(spec) + ": " + first_problem);
     const std::string path = spec.substr(dot + 1);
     const ComponentInfo& info = component_info(*id);
     FieldRef ref;
     try {
         ref = resolve_field(*id, path, "Inspector");
     } catch (const Error& e) {
-        fail(400, what + " '" + spec + "': " + e.what());
+        fail(400, what + " " + quote(spec) + ": " + e.what());
     }
     if (!numeric(ref.info->type))
-        fail(400, what + " '" + spec + "': field '" + path + "' of " + std::string(info.name) +
-                      " is " + std::string(to_string(ref.info->type)) + ", not a number");
+        fail(400, what + " " + quote(spec) + ": field " + quote(path) + " of " +
+                      std::string(info.name) + " is " + std::string(to_string(ref.info->type)) +
+                      ", not a number");
     return PointField{*id, ref.offset, ref.info->type, std::string(info.name) + "." + path};
 }
 
@@ -119,7 +121,7 @@ std::string spec_problem(const std::string& what, const std::string& spec) {
     if (spec.size() > max_spec)
         return what + " is longer than " + std::to_string(max_spec) + " characters";
     if (spec.find('.') == std::string::npos)
-        return what + " '" + spec + "' is not Component.field (e.g. Position.x)";
+        return what + " " + quote(spec) + " is not Component.field (e.g. Position.x)";
     return {};
 }
 

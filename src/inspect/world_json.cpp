@@ -1,6 +1,7 @@
 // JSON views of world parts for the inspector (world_json.hpp): fields as editable leaves,
 // component names. World thread only.
 #include "world_json.hpp"
+#include "../utf8.hpp"
 
 #include <tessera/detail/field_value.hpp>
 #include <tessera/dynamic.hpp>
@@ -34,9 +35,9 @@ std::optional<ComponentId> find_by_name(const Storage& s, std::string_view name,
     if (exact) return exact;
     if (suffix_matches == 1) return suffix;
     if (suffix_matches > 1)
-        *problem = "component name '" + std::string(name) + "' is ambiguous: qualify it";
+        *problem = "component name " + quote(name) + " is ambiguous: qualify it";
     else
-        *problem = "unknown component '" + std::string(name) + "'";
+        *problem = "unknown component " + quote(name);
     return std::nullopt;
 }
 

@@ -997,6 +997,46 @@ TEST(Inspector, PointsWithBadFieldsOrLimitsGet400) {
     EXPECT_EQ(get(inspector.port(), "/api/points?" + ok + "&limit=100000").status, 200);
 }
 
+// Request text in messages is quoted with NUL, control characters and bad bytes escaped, and
+// the message is whole: a NUL in a field path no longer cuts it.
+TEST(Inspector, MessagesQuoteRequestTextEscaped) {
+    Scene s;
+    ts::Inspector inspector(0);
+    FrameLoop loop(inspector, s.world);
+    const std::string a = "/api/entity/" + id(s.a);
+    const std::string ok_y = "&y=Body.pos.y";
+    struct Case {
+        std::string path;
+        int status;
+        std::string says;  ///< in the message
+    };
+    const Case cases[] = {
+        {"/api/points?x=" +
+             q(std::string("Body.sp\0ee\x01"
+                           "d",
+                           12)) +
+             ok_y,
+         400, R"(no field 'sp\x00ee\x01d')"},
+        {"/api/points?x=" + q(std::string("No\0pe.x", 7)) + ok_y, 400,
+         R"(x 'No\x00pe.x': unknown component 'No\x00pe')"},
+        {"/api/points?x=" + q("Body\xff") + ok_y, 400, R"('Body\xFF' is not Component.field)"},
+        {"/api/entities?with=" + q(std::string("Bo\0dy", 5)), 400,
+         R"(unknown component 'Bo\x00dy')"},
+        {"/api/entity/" + q("1:\x1b"), 400, R"(bad entity id '1:\x1B')"},
+    };
+    for (const Case& c : cases) {
+        const Reply r = get(inspector.port(), c.path);
+        EXPECT_EQ(r.status, c.status) << c.path << ": " << r.body;
+        const std::string message = r.body.value("error", std::string());
+        EXPECT_NE(message.find(c.says), std::string::npos) << c.path << ": " << message;
+    }
+    const Reply edit = put(inspector.port(), a + "/insp::Body/" + q(std::string("h\0p", 3)), "1");
+    EXPECT_EQ(edit.status, 404) << edit.body;
+    const std::string message = edit.body.value("error", std::string());
+    EXPECT_NE(message.find(R"(has no field 'h\x00p')"), std::string::npos) << message;
+    EXPECT_EQ(s.world.get<Body>(s.a).hp, 40);
+}
+
 TEST(Inspector, PointsAreBoundedBySamplingEveryKthRow) {
     ts::World world;
     world.spawn_many(5000, [](std::size_t i, Body& b) { b.pos = {float(i), 2.0f * float(i)}; });

@@ -121,7 +121,8 @@ public:
     /// `R` is one in a world once related there; before that it may be a plain component, and
     /// then never a relation.)
     [[nodiscard]] static bool relation_only(ComponentId id) noexcept {
-        return id.value < component_id_count() && component_info(id).reserved;
+        const ComponentInfo* info = find_component_info(id);
+        return info != nullptr && info->reserved;
     }
 
     // ---- strings (dynamic.hpp): null until first used ----
