@@ -101,9 +101,10 @@ void check_not_parallel(const Storage& s, const char* op) {
     if (s.parallel()) [[unlikely]] {
         throw Error(errc::invalid_argument,
                     std::string(op) +
-                        ": called from inside par_each; structural changes and writes that fire "
-                        "observers can't run on workers: record them in a CommandBuffer per "
-                        "worker and apply it after the loop");
+                        ": called from inside par_each; structural changes, deferral, writes "
+                        "that fire observers and other changes to what the world shares can't "
+                        "run on workers (docs/threading.md lists what can): record them in a "
+                        "CommandBuffer per worker and apply it after the loop");
     }
 }
 }  // namespace detail
@@ -209,14 +210,16 @@ void World::reserve_table(std::uint32_t index, std::size_t n) {
     if (n > a.size) s.reserve_spawn(a, n - a.size);
 }
 
-void World::defer_begin() noexcept {
+void World::defer_begin() {
     detail::Storage& s = *storage_;
+    detail::check_not_parallel(s, "World::defer_begin");
     s.begin_defer();
     s.set_user_defers(s.user_defers() + 1);
 }
 
 void World::defer_end() {
     detail::Storage& s = *storage_;
+    detail::check_not_parallel(s, "World::defer_end");
     if (s.user_defers() == 0) {
         throw Error(errc::invalid_argument,
                     "World::defer_end: no defer_begin is open (each defer_end ends one)");
@@ -227,6 +230,7 @@ void World::defer_end() {
 
 bool World::flush() {
     detail::Storage& s = *storage_;
+    detail::check_not_parallel(s, "World::flush");
     if (s.deferring()) return false;
     const detail::EntryCheck entry(s);
     detail::flush(s);
@@ -285,6 +289,7 @@ std::uint64_t World::tick() const noexcept {
 }
 
 std::uint64_t World::advance_tick() {
+    detail::check_not_parallel(*storage_, "World::advance_tick");
     if (storage_->tick() >= max_tick)
         throw Error(errc::limit_exceeded, "World::advance_tick: the tick is at World::max_tick");
     return storage_->advance_tick();

@@ -113,6 +113,7 @@ private:
 
 template <class T>
 Accessor<T> World::accessor() {
+    detail::check_not_parallel(*storage_, "World::accessor");  // it registers T
     return Accessor<T>(*storage_);
 }
 

@@ -79,8 +79,11 @@ struct ArchetypeInfo {
 /// in order, when the outermost iteration ends: a spawned entity is alive at once but has no
 /// components until then; a despawned one stays alive and readable (`despawn_pending` tells); a
 /// queued change whose entity died before the flush is skipped. Reads and writes of values
-/// (`get`, `set`, `get_mut`) are never deferred. Structural calls from the workers of a
-/// `par_each` throw `invalid_argument` (record them in a `CommandBuffer`).
+/// (`get`, `set`, `get_mut`) are never deferred. Structural calls, deferral calls
+/// (`defer_begin`, `defer_end`, `flush`) and every other change to what the world shares
+/// (archetypes, registrations, resources, events, observers, the tick) throw `invalid_argument`
+/// from the workers of a `par_each`; docs/threading.md lists what they may call (record
+/// structural changes in a `CommandBuffer`).
 ///
 /// **Threads.** A world belongs to one thread at a time. Distinct worlds are independent.
 ///
@@ -202,16 +205,19 @@ public:
     /// deferral ends (this one's `defer_end`, or a loop's end if one encloses it). Levels nest,
     /// with each other and with loops. Reads and writes of values are never deferred.
     /// `despawn_pending` tells what is queued. O(1).
-    void defer_begin() noexcept;
+    /// @throws Error(invalid_argument) from the workers of a `par_each` (the deferral state is
+    /// the world's thread's; nothing changes then).
+    void defer_begin();
     /// Ends the innermost `defer_begin`; when no other level of deferral is open, applies what
     /// was queued (as a loop's end does: a failing change stays queued with the ones after it,
     /// and its exception propagates). @throws Error(invalid_argument) without an open
-    /// `defer_begin` (nothing changes then).
+    /// `defer_begin`, or from the workers of a `par_each` (nothing changes then).
     void defer_end();
     /// Applies the queued structural changes now, when the world is not deferring: those a
     /// failed flush left queued (a loop's end, `defer_end`). While it defers (a loop runs, a
     /// `defer_begin` is open, a flush is applying) it does nothing and returns false, as
-    /// CozyECS's `flush` does; else true. Throws like `defer_end`'s flush.
+    /// CozyECS's `flush` does; else true. Throws like `defer_end`'s flush, and
+    /// Error(invalid_argument) from the workers of a `par_each`.
     bool flush();
     /// Whether structural changes are queued rather than applied now (a loop runs, a
     /// `defer_begin` is open, or a flush is applying).
@@ -635,7 +641,8 @@ public:
     /// The current tick; starts at 1, at most `max_tick`.
     [[nodiscard]] std::uint64_t tick() const noexcept;
     /// Increments the tick and returns the new value; later writes are stamped with it.
-    /// @throws Error(limit_exceeded) when the tick is `max_tick` (the tick is unchanged).
+    /// @throws Error(limit_exceeded) when the tick is `max_tick` (the tick is unchanged),
+    /// Error(invalid_argument) from the workers of a `par_each`.
     std::uint64_t advance_tick();
     /// Archetypes created so far, the empty one included (archetypes are never destroyed).
     [[nodiscard]] std::size_t archetype_count() const noexcept;
@@ -650,7 +657,7 @@ private:
     std::size_t despawn_tables(std::span<const std::uint32_t> tables);
     ArchetypeInfo archetype_info(std::uint32_t index) const noexcept;
     template <class... Ts>
-    std::uint32_t archetype_index();
+    std::uint32_t archetype_index(const char* op);
     void reserve_table(std::uint32_t index, std::size_t n);
     bool remove_deferred(Entity e, std::span<const ComponentId> ids);
     template <class... Ts>
@@ -681,7 +688,8 @@ private:
 class Deferral {
 public:
     /// Opens a level of deferral on `world`, which must outlive the scope.
-    explicit Deferral(World& world) noexcept : world_(&world) { world.defer_begin(); }
+    /// @throws Error(invalid_argument) from the workers of a `par_each`, like `defer_begin`.
+    explicit Deferral(World& world) : world_(&world) { world.defer_begin(); }
     Deferral(const Deferral&) = delete;
     Deferral& operator=(const Deferral&) = delete;
     /// Ends the scope now (`defer_end`); afterwards the destructor does nothing.

@@ -418,6 +418,7 @@ Entity World::spawn_permanent(Ts&&... components) {
     // Room for the bit first (the index is the one the spawn will take), so nothing can fail
     // after the entity exists.
     detail::Storage& s = *storage_;
+    detail::check_not_parallel(s, "World::spawn_permanent");  // before the bit's room is taken
     s.reserve_permanent(s.next_index());
     Entity e;
     if constexpr (sizeof...(Ts) == 0)
@@ -454,9 +455,10 @@ void World::add(Entity e) {
 }
 
 template <class... Ts>
-std::uint32_t World::archetype_index() {
+std::uint32_t World::archetype_index(const char* op) {
     static_assert(detail::components_v<Ts...>, TESSERA_COMPONENT_REQUIREMENT);
     static_assert(detail::unique_types_v<Ts...>, "tessera: a component set names a type twice");
+    detail::check_not_parallel(*storage_, op);  // it may make the archetype
     if constexpr (sizeof...(Ts) == 0) {
         return detail::empty_archetype;
     } else {
@@ -467,12 +469,12 @@ std::uint32_t World::archetype_index() {
 
 template <class... Ts>
 ArchetypeInfo World::archetype() {
-    return archetype_info(archetype_index<Ts...>());
+    return archetype_info(archetype_index<Ts...>("World::archetype"));
 }
 
 template <class... Ts>
 void World::reserve(std::size_t n) {
-    reserve_table(archetype_index<Ts...>(), n);
+    reserve_table(archetype_index<Ts...>("World::reserve"), n);
 }
 
 template <class T, class... Args>
@@ -715,6 +717,7 @@ void World::modified(Entity e) {
 
 template <class T>
 ComponentId World::register_component() {
+    detail::check_not_parallel(*storage_, "World::register_component");
     const ComponentId id = component_id<T>();
     storage_->ensure_component(id);
     return id;
