@@ -392,6 +392,8 @@ void set_field(World& w, Entity e, ComponentId id, FieldRef f, const FieldValue&
     Storage& s = w.storage();
     const Location loc = s.locate(e, id);
     if (loc.archetype == nullptr) throw_lookup(s, op, e, id);
+    if (s.writes_watched()) [[unlikely]]
+        check_write(s, op, e, id);
     const bool observed = s.hooked(id);
     // Observers, and interning a text into the world's strings, are the world's thread's.
     if (observed || (f.info->type == Field::str && value.kind == FieldValue::Kind::text))
@@ -567,8 +569,10 @@ void World::add(Entity e, ComponentId id) {
     s.ensure_component(id);
     if (s.deferring()) {
         s.deferred().reserve(1);
+        s.reserve_watch(1);
         std::byte* slot = s.deferred().allocate_value(info);
         info.construct_value(slot);
+        s.watch(e, id, s.deferred().mark());
         s.deferred().push_add(e, info, slot, 1);
         return;
     }

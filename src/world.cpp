@@ -263,9 +263,11 @@ bool World::remove_deferred(Entity e, std::span<const ComponentId> ids) {
     if (r == nullptr) detail::throw_not_alive("World::remove", e, ids[0]);
     s.check_plain(ids, "World::remove");
     s.deferred().reserve(ids.size());
+    s.reserve_watch(ids.size());
     bool any = false;
     for (std::size_t i = 0; i < ids.size(); ++i) {
         any = any || s.archetype(r->archetype).contains(ids[i]);
+        s.watch(e, ids[i], s.deferred().mark());  // value writes until it applies are refused
         s.deferred().push(detail::Command::Kind::remove, e, ids[i],
                           static_cast<std::uint16_t>(i == 0 ? ids.size() : 0));
     }
@@ -317,6 +319,23 @@ void throw_missing(const char* op, Entity e, ComponentId id) {
     std::ostringstream os;
     os << " has no " << component_info(id).name;
     throw Error(errc::missing_component, describe(op, e, id, os.str().c_str()));
+}
+
+void check_write(Storage& s, const char* op, Entity e, ComponentId id) {
+    const Command* c = s.queued_change(e, id);
+    if (c == nullptr) return;
+    const std::string_view name = component_info(id).name;
+    std::ostringstream os;
+    if (c->kind == Command::Kind::remove) {
+        os << " has a queued remove of " << name
+           << " (made while the world defers); a value written now would be lost when it "
+              "applies: write it after the flush, or queue the new value with add";
+    } else {
+        os << " has a queued add of " << name
+           << " (made while the world defers); a value written now would be overwritten when it "
+              "applies: put the value in the add, or write it after the flush";
+    }
+    throw Error(errc::invalid_argument, describe(op, e, id, os.str().c_str()));
 }
 
 void throw_lookup(const Storage& s, const char* op, Entity e, ComponentId id) {

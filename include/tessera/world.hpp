@@ -79,7 +79,10 @@ struct ArchetypeInfo {
 /// in order, when the outermost iteration ends: a spawned entity is alive at once but has no
 /// components until then; a despawned one stays alive and readable (`despawn_pending` tells); a
 /// queued change whose entity died before the flush is skipped. Reads and writes of values
-/// (`get`, `set`, `get_mut`) are never deferred. Structural calls, deferral calls
+/// (`get`, `set`, `get_mut`) are never deferred; a write of a component whose add or remove on
+/// that entity is queued throws `invalid_argument` (it would be lost when the command applies:
+/// write after the flush, or queue the value with `add`, which then wins, being later). Structural
+/// calls, deferral calls
 /// (`defer_begin`, `defer_end`, `flush`) and every other change to what the world shares
 /// (archetypes, registrations, resources, events, observers, the tick) throw `invalid_argument`
 /// from the workers of a `par_each`; docs/threading.md lists what they may call (record
@@ -281,12 +284,14 @@ public:
     [[nodiscard]] const T* try_get(Entity e) const noexcept;
 
     /// A reference to `e`'s `T` for writing; marks it changed at the current tick. Valid until
-    /// the next structural change. @throws Error(not_alive), Error(missing_component)
+    /// the next structural change. @throws Error(not_alive), Error(missing_component),
+    /// Error(invalid_argument) while an add or remove of `T` on `e` is queued (deferral).
     template <class T>
     T& get_mut(Entity e);
 
-    /// A pointer to `e`'s `T` for writing, or null when `e` is dead or lacks `T`; when not null,
-    /// marks it changed at the current tick, like `get_mut`. One lookup where `has` plus
+    /// A pointer to `e`'s `T` for writing, or null when `e` is dead or lacks `T`, or while an add
+    /// or remove of `T` on `e` is queued; when not null, marks it changed at the current tick,
+    /// like `get_mut`. One lookup where `has` plus
     /// `get_mut` take two. Valid until the next structural change. O(1).
     template <class T>
     [[nodiscard]] T* try_get_mut(Entity e) noexcept;
@@ -300,25 +305,27 @@ public:
     /// References to several of `e`'s components for writing, in a tuple
     /// (`auto [p, v] = world.get_mut<Position, Velocity>(e);`), each marked changed. Valid
     /// until the next structural change. @throws Error(not_alive), Error(missing_component)
-    /// naming the first missing type, before marking any.
+    /// naming the first missing type, Error(invalid_argument) like `get_mut`, before marking any.
     template <class T0, class T1, class... Ts>
     std::tuple<T0&, T1&, Ts&...> get_mut(Entity e);
 
     /// Overwrites `e`'s existing `T` and marks it changed.
-    /// @throws Error(not_alive), Error(missing_component)
+    /// @throws Error(not_alive), Error(missing_component), Error(invalid_argument) while an add
+    /// or remove of `T` on `e` is queued (the write would be lost when it applies; nothing is
+    /// written), or, for an observed `T`, from the workers of a `par_each`.
     template <class T>
     void set(Entity e, T&& value);
     /// Overwrites several existing components of `e` in one call (moecs's bunch `set`), in
     /// argument order, each marked changed (`on_set` observers fire after each write). Either
     /// all are present or nothing is written. @throws Error(not_alive),
-    /// Error(missing_component) naming the first missing type; what a copy throws (copies are
-    /// made before anything is written).
+    /// Error(missing_component) naming the first missing type, Error(invalid_argument) like the
+    /// one-component `set`; what a copy throws (copies are made before anything is written).
     template <class T0, class T1, class... Ts>
     void set(Entity e, T0&& first, T1&& second, Ts&&... rest);
 
     /// Overwrites `e`'s `T` only when the value differs (`==`), marking it changed then.
     /// Returns whether it wrote. Turns on change tracking for `T`.
-    /// @throws Error(not_alive), Error(missing_component)
+    /// @throws Error(not_alive), Error(missing_component), Error(invalid_argument) like `set`.
     template <class T>
     bool set_if_changed(Entity e, T&& value);
 
@@ -348,7 +355,7 @@ public:
 
     /// Announces that `e`'s `T` was written through `get_mut` (or a query term): fires the
     /// `on_set<T>` observers and marks it changed. @throws Error(not_alive),
-    /// Error(missing_component)
+    /// Error(missing_component), Error(invalid_argument) like `set`.
     template <class T>
     void modified(Entity e);
 
@@ -390,8 +397,8 @@ public:
     /// `e`'s component `id` and marks it changed (firing `on_set` observers). Numbers convert
     /// to the field's type when the value fits, bools go to `boolean` fields only, strings to
     /// `str` (interned) and `std::string` fields. @throws Error(invalid_argument) for an
-    /// unknown field, a wrong value type or a value out of range, Error(not_alive),
-    /// Error(missing_component).
+    /// unknown field, a wrong value type or a value out of range, or while an add or remove of
+    /// `id` on `e` is queued (like `set`), Error(not_alive), Error(missing_component).
     template <class V>
     void set_field(Entity e, ComponentId id, std::string_view field, const V& value);
     /// `set_field` by field index (declaration order; an array or struct field can't be named
@@ -710,6 +717,10 @@ namespace detail {
 void check_despawnable(const Storage& s, const char* op, Entity e);
 /// Throws invalid_argument when a par_each is running (structural calls from its workers).
 void check_not_parallel(const Storage& s, const char* op);
+/// Throws invalid_argument (naming `op`, `e` and the component) when an add or a remove of `id`
+/// on `e` is queued: a value written now would be lost or overwritten when it applies. Call it
+/// when `s.writes_watched()` only (value writes while the world defers).
+void check_write(Storage& s, const char* op, Entity e, ComponentId id);
 /// Throws the right error for a failed lookup of `id` on `e`.
 [[noreturn]] void throw_lookup(const Storage& s, const char* op, Entity e, ComponentId id);
 }  // namespace detail

@@ -81,6 +81,13 @@ void require_all(const Storage& s, Entity e, const char* op) {
         ...);
 }
 
+/// `check_write` for each of `Ts` (before any is written), when writes are watched.
+template <class... Ts>
+void check_writes(Storage& s, Entity e, const char* op) {
+    if (s.writes_watched()) [[unlikely]]
+        (check_write(s, op, e, component_id<Ts>()), ...);
+}
+
 /// `throw_lookup` for `T`, out of line: a loop of lookups keeps neither the id nor anything
 /// else of the error alive in its registers.
 template <class T>
@@ -397,6 +404,7 @@ void World::add_deferred(Entity e, Ts&&... components) {
     const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
     s.check_plain(ids, "World::add");
     s.deferred().reserve(sizeof...(Ts));
+    s.reserve_watch(sizeof...(Ts));  // value writes until the adds apply are refused
     const ComponentInfo* infos[] = {
         &s.ensure_component(component_id<std::remove_cvref_t<Ts>>())...};
     std::byte* slots[sizeof...(Ts)];
@@ -407,6 +415,7 @@ void World::add_deferred(Entity e, Ts&&... components) {
         // parse the latter inside this fold (docs/gpu.md: tessera's headers in .cu files).
         ((std::construct_at(reinterpret_cast<std::remove_cvref_t<Ts>*>(slots[I]),
                             std::forward<Ts>(components)),
+          s.watch(e, ids[I], s.deferred().mark()),
           s.deferred().push_add(e, *infos[I], slots[I], I == 0 ? sizeof...(Ts) : 0)),
          ...);
     }
@@ -581,6 +590,8 @@ template <class T>
     const ComponentId id = component_id<T>();
     const detail::Location loc = storage_->locate(e, id);
     if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::get_mut", e, id);
+    if (storage_->writes_watched()) [[unlikely]]
+        detail::check_write(*storage_, "World::get_mut", e, id);
     storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
     return *detail::column_ptr<T>(*loc.archetype, loc.column, loc.row);
 }
@@ -591,6 +602,9 @@ template <class T>
     // A type that cannot be registered (type_conflict) is in no table: not there.
     const detail::Location loc = storage_->locate(e, detail::lookup_id<T>());
     if (loc.archetype == nullptr) return nullptr;
+    if (storage_->writes_watched() && storage_->queued_change(e, detail::lookup_id<T>()) != nullptr)
+        [[unlikely]]
+        return nullptr;  // an add or remove of it is queued: a write would be lost
     storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
     return detail::column_ptr<T>(*loc.archetype, loc.column, loc.row);
 }
@@ -606,6 +620,8 @@ void World::set(Entity e, T&& value) {
         const ComponentId id = component_id<U>();
         const detail::Location loc = storage_->locate(e, id);
         if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::set", e, id);
+        if (storage_->writes_watched()) [[unlikely]]
+            detail::check_write(*storage_, "World::set", e, id);
         const bool observed = storage_->hooked(id);
         if (observed) [[unlikely]]
             detail::check_not_parallel(*storage_, "World::set");  // observers are not thread-safe
@@ -634,6 +650,8 @@ void World::set(Entity e, T0&& first, T1&& second, Ts&&... rest) {
         // Every one present first, so a missing one writes nothing.
         detail::require_all<std::remove_cvref_t<T0>, std::remove_cvref_t<T1>,
                             std::remove_cvref_t<Ts>...>(*storage_, e, "World::set");
+        detail::check_writes<std::remove_cvref_t<T0>, std::remove_cvref_t<T1>,
+                             std::remove_cvref_t<Ts>...>(*storage_, e, "World::set");
         set(e, std::forward<T0>(first));
         set(e, std::forward<T1>(second));
         (set(e, std::forward<Ts>(rest)), ...);
@@ -645,6 +663,7 @@ std::tuple<T0&, T1&, Ts&...> World::get_mut(Entity e) {
     static_assert(!std::is_empty_v<T0> && !std::is_empty_v<T1> && (!std::is_empty_v<Ts> && ...),
                   "tessera: tags have no value to write");
     detail::require_all<T0, T1, Ts...>(*storage_, e, "World::get_mut");
+    detail::check_writes<T0, T1, Ts...>(*storage_, e, "World::get_mut");
     return {get_mut<T0>(e), get_mut<T1>(e), get_mut<Ts>(e)...};
 }
 
@@ -658,6 +677,8 @@ bool World::set_if_changed(Entity e, T&& value) {
     const ComponentId id = component_id<U>();
     const detail::Location loc = storage_->locate(e, id);
     if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::set_if_changed", e, id);
+    if (storage_->writes_watched()) [[unlikely]]
+        detail::check_write(*storage_, "World::set_if_changed", e, id);
     U* p = detail::column_ptr<U>(*loc.archetype, loc.column, loc.row);
     storage_->track(id);  // may allocate; nothing written yet
     if (*p == value) return false;
@@ -704,9 +725,13 @@ void World::modified(Entity e) {
     const ComponentId id = component_id<T>();
     if constexpr (std::is_empty_v<T>) {
         if (!storage_->has(e, id)) detail::throw_lookup(*storage_, "World::modified", e, id);
+        if (storage_->writes_watched()) [[unlikely]]
+            detail::check_write(*storage_, "World::modified", e, id);
     } else {
         const detail::Location loc = storage_->locate(e, id);
         if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::modified", e, id);
+        if (storage_->writes_watched()) [[unlikely]]
+            detail::check_write(*storage_, "World::modified", e, id);
         storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
     }
     if (storage_->hooked(id)) {
