@@ -214,6 +214,7 @@ struct Fingerprint {
     bool note = false, ping_queue = false, observed = false;
     std::size_t strings = 0;
     float position_sum = 0;
+    int extra_sum = 0;
     bool operator==(const Fingerprint&) const = default;
 };
 
@@ -233,6 +234,7 @@ Fingerprint fingerprint(ts::World& w) {
                  obs.has<Link>(ts::Event::relate) || obs.has<Link>(ts::Event::unrelate);
     f.strings = std::as_const(w).strings().size();
     w.query<const Position&>().each([&](const Position& p) { f.position_sum += p.x + p.y; });
+    w.query<const Extra&>().each([&](const Extra& x) { f.extra_sum += x.v; });
     return f;
 }
 
@@ -260,6 +262,9 @@ TEST(QueryParallel, EveryWorldChangeFromWorkersIsRefusedAndChangesNothing) {
     w.insert_resource(Note{7});
     auto extras = w.query<Extra&>();
     const ts::Snapshot snap = w.snapshot();
+    std::atomic<int> extra_sets{0};
+    const ts::Observer watch =
+        w.on_set<Extra>([&](ts::World&, ts::Entity) { extra_sets.fetch_add(1); });
 
     const std::vector<WorkerCall> calls = {
         {"World::spawn", [](ts::World& x, ts::Entity) { (void)x.spawn(); }},
@@ -348,6 +353,9 @@ TEST(QueryParallel, EveryWorldChangeFromWorkersIsRefusedAndChangesNothing) {
         {"Query::on_enter",
          [&](ts::World&, ts::Entity) { (void)extras.on_enter([](ts::World&, ts::Entity) {}); }},
         {"World::observers", [](ts::World& x, ts::Entity) { (void)x.observers(); }},
+        // Writes that would fire observers on workers.
+        {"World::set", [&](ts::World& x, ts::Entity) { x.set(anchor, Extra{9}); }},
+        {"World::modified", [&](ts::World& x, ts::Entity) { x.modified<Extra>(anchor); }},
     };
 
     auto rows = w.query<ts::Entity, const Position&>();
@@ -380,6 +388,7 @@ TEST(QueryParallel, EveryWorldChangeFromWorkersIsRefusedAndChangesNothing) {
         }
     }
     EXPECT_EQ(w.get_field<std::string_view>(anchor, label, "text"), "before");
+    EXPECT_EQ(extra_sets.load(), 0);
     // Structural changes apply at once again (nothing left deferring or parallel).
     const ts::Entity e = w.spawn(Position{});
     EXPECT_TRUE(w.has<Position>(e));
