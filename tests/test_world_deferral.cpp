@@ -801,3 +801,26 @@ TEST(WritesAfterQueuedChanges, WritesToAnEntityQueuedForDespawnAreAllowed) {
     w.defer_end();
     EXPECT_FALSE(w.is_alive(e));
 }
+
+// An add queued for a component the entity lacks: a write is a lookup error, as without the
+// queued add (the value comes at the flush).
+TEST(WritesAfterQueuedChanges, AWriteOfAComponentStillToComeIsMissingComponent) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 2});
+    w.defer_begin();
+    w.add(e, Velocity{1, 1});
+    for (int way = 0; way < 2; ++way) {
+        try {
+            if (way == 0)
+                w.set(e, Velocity{2, 2});
+            else
+                w.get_mut<Velocity>(e).dx = 2;
+            ADD_FAILURE() << "no error";
+        } catch (const ts::Error& err) {
+            EXPECT_EQ(err.code(), ts::errc::missing_component) << err.what();
+        }
+    }
+    EXPECT_EQ(w.try_get_mut<Velocity>(e), nullptr);
+    w.defer_end();
+    EXPECT_EQ(w.get<Velocity>(e), (Velocity{1, 1}));
+}

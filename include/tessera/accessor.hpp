@@ -46,8 +46,8 @@ public:
         if (r == nullptr) return nullptr;
         const detail::Column& c = *columns_[r->archetype];
         if (c.data == nullptr) return nullptr;
-        if (storage_->writes_watched() && storage_->queued_change(e, id()) != nullptr) [[unlikely]]
-            return nullptr;  // an add or remove of it is queued: a write would be lost
+        if (storage_->writes_watched()) [[unlikely]]
+            return try_get_mut_watched(e);  // a tail call: nothing kept alive across it
         if (c.changed != nullptr) [[unlikely]]
             c.set_changed(r->row, storage_->tick());
         return reinterpret_cast<T*>(c.data) + r->row;
@@ -74,6 +74,16 @@ public:
 
 private:
     static ComponentId id() noexcept { return component_id<T>(); }
+
+    /// `try_get_mut` while the world has queued adds or removes: null when one of `T` on `e` is
+    /// queued (a write would be lost). Precondition: `e` has `T`.
+    [[gnu::noinline]] T* try_get_mut_watched(Entity e) const noexcept {
+        if (storage_->queued_change(e, id()) != nullptr) return nullptr;
+        const detail::EntityRecord* r = record(e);
+        const detail::Column& c = *columns_[r->archetype];
+        if (c.changed != nullptr) c.set_changed(r->row, storage_->tick());
+        return reinterpret_cast<T*>(c.data) + r->row;
+    }
 
     void refresh() noexcept {
         const detail::WorldComponent& wc = storage_->world_component(id());

@@ -679,6 +679,20 @@ private:
     std::uint64_t tick_of(Entity e, bool added, const char* op);
     template <class T>
     T& checked(Entity e, const char* op) const;
+    // The value writes without, and (out of line) with, the check against queued adds and
+    // removes (`Storage::writes_watched`): the common path keeps nothing alive across a call.
+    template <class T>
+    T& get_mut_value(Entity e);
+    template <class T>
+    T& get_mut_watched(Entity e);
+    template <class T>
+    T* try_get_mut_value(Entity e) noexcept;
+    template <class T>
+    T* try_get_mut_watched(Entity e) noexcept;
+    template <class T>
+    void set_value(Entity e, T&& value);
+    template <class T>
+    void set_watched(Entity e, T&& value);
 
     detail::ResourceMap& resources();
     template <class T>

@@ -587,26 +587,50 @@ template <class T>
 template <class T>
 [[gnu::always_inline]] inline T& World::get_mut(Entity e) {
     static_assert(!std::is_empty_v<T>, "tessera: tags have no value to write");
+    if (storage_->writes_watched()) [[unlikely]]
+        return get_mut_watched<T>(e);
+    return get_mut_value<T>(e);
+}
+
+template <class T>
+[[gnu::always_inline]] inline T& World::get_mut_value(Entity e) {
     const ComponentId id = component_id<T>();
     const detail::Location loc = storage_->locate(e, id);
     if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::get_mut", e, id);
-    if (storage_->writes_watched()) [[unlikely]]
-        detail::check_write(*storage_, "World::get_mut", e, id);
     storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
     return *detail::column_ptr<T>(*loc.archetype, loc.column, loc.row);
 }
 
 template <class T>
+[[gnu::noinline]] T& World::get_mut_watched(Entity e) {
+    // A lookup error first (an add queued for a component `e` lacks is no reason to refuse).
+    if (storage_->has(e, component_id<T>()))
+        detail::check_write(*storage_, "World::get_mut", e, component_id<T>());
+    return get_mut_value<T>(e);
+}
+
+template <class T>
 [[gnu::always_inline]] inline T* World::try_get_mut(Entity e) noexcept {
     static_assert(!std::is_empty_v<T>, "tessera: tags have no value to write");
+    if (storage_->writes_watched()) [[unlikely]]
+        return try_get_mut_watched<T>(e);
+    return try_get_mut_value<T>(e);
+}
+
+template <class T>
+[[gnu::always_inline]] inline T* World::try_get_mut_value(Entity e) noexcept {
     // A type that cannot be registered (type_conflict) is in no table: not there.
     const detail::Location loc = storage_->locate(e, detail::lookup_id<T>());
     if (loc.archetype == nullptr) return nullptr;
-    if (storage_->writes_watched() && storage_->queued_change(e, detail::lookup_id<T>()) != nullptr)
-        [[unlikely]]
-        return nullptr;  // an add or remove of it is queued: a write would be lost
     storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
     return detail::column_ptr<T>(*loc.archetype, loc.column, loc.row);
+}
+
+template <class T>
+[[gnu::noinline]] T* World::try_get_mut_watched(Entity e) noexcept {
+    if (storage_->queued_change(e, detail::lookup_id<T>()) != nullptr)
+        return nullptr;  // an add or remove of it is queued: a write would be lost
+    return try_get_mut_value<T>(e);
 }
 
 template <class T>
@@ -617,21 +641,35 @@ void World::set(Entity e, T&& value) {
     if constexpr (!std::is_nothrow_constructible_v<U, T&&>) {
         set(e, U(std::forward<T>(value)));
     } else {
-        const ComponentId id = component_id<U>();
-        const detail::Location loc = storage_->locate(e, id);
-        if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::set", e, id);
         if (storage_->writes_watched()) [[unlikely]]
-            detail::check_write(*storage_, "World::set", e, id);
-        const bool observed = storage_->hooked(id);
-        if (observed) [[unlikely]]
-            detail::check_not_parallel(*storage_, "World::set");  // observers are not thread-safe
-        U* p = detail::column_ptr<U>(*loc.archetype, loc.column, loc.row);
-        p->~U();
-        ::new (static_cast<void*>(p)) U(std::forward<T>(value));
-        storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
-        if (observed) [[unlikely]]
-            storage_->hooks().set(*storage_, e, id);
+            return set_watched(e, std::forward<T>(value));
+        set_value(e, std::forward<T>(value));
     }
+}
+
+template <class T>
+[[gnu::noinline]] void World::set_watched(Entity e, T&& value) {
+    // A lookup error first (an add queued for a component `e` lacks is no reason to refuse).
+    const ComponentId id = component_id<std::remove_cvref_t<T>>();
+    if (storage_->has(e, id)) detail::check_write(*storage_, "World::set", e, id);
+    set_value(e, std::forward<T>(value));
+}
+
+template <class T>
+[[gnu::always_inline]] inline void World::set_value(Entity e, T&& value) {
+    using U = std::remove_cvref_t<T>;
+    const ComponentId id = component_id<U>();
+    const detail::Location loc = storage_->locate(e, id);
+    if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::set", e, id);
+    const bool observed = storage_->hooked(id);
+    if (observed) [[unlikely]]
+        detail::check_not_parallel(*storage_, "World::set");  // observers are not thread-safe
+    U* p = detail::column_ptr<U>(*loc.archetype, loc.column, loc.row);
+    p->~U();
+    ::new (static_cast<void*>(p)) U(std::forward<T>(value));
+    storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
+    if (observed) [[unlikely]]
+        storage_->hooks().set(*storage_, e, id);
 }
 
 template <class T0, class T1, class... Ts>
