@@ -380,8 +380,12 @@ void set_field(World& w, Entity e, ComponentId id, FieldRef f, const FieldValue&
     Storage& s = w.storage();
     const Location loc = s.locate(e, id);
     if (loc.archetype == nullptr) throw_lookup(s, op, e, id);
+    if (s.writes_watched()) [[unlikely]]
+        check_write(s, op, e, id);
     const bool observed = s.hooked(id);
-    if (observed) check_not_parallel(s, op);
+    // Observers, and interning a text into the world's strings, are the world's thread's.
+    if (observed || (f.info->type == Field::str && value.kind == FieldValue::Kind::text))
+        check_not_parallel(s, op);
     const Column& col = loc.archetype->columns[static_cast<std::uint32_t>(loc.column)];
     std::byte* p = col.data + std::size_t{loc.row} * col.size + f.offset;
     write_value(s, p, *f.info, value, [&](const std::string& why) {
@@ -485,6 +489,7 @@ ComponentId World::component(std::string_view name, std::initializer_list<FieldD
 
 ComponentId World::component(std::string_view name, std::span<const FieldDef> schema,
                              const ComponentOptions& options) {
+    detail::check_not_parallel(*storage_, "World::component");
     const ComponentId id = detail::register_runtime(name, schema, options);
     storage_->ensure_component(id);
     return id;
@@ -527,6 +532,7 @@ void Storage::make_strings() {
 }  // namespace detail
 
 StringTable& World::strings() {
+    detail::check_not_parallel(*storage_, "World::strings");  // interning changes the table
     return storage_->strings();
 }
 
@@ -548,12 +554,14 @@ void World::add(Entity e, ComponentId id) {
                                                 "add a value with add<T>(e, value)");
     }
     if (!is_alive(e)) detail::throw_not_alive(op, e, id);
+    detail::check_not_parallel(s, op);  // before ensure_component changes the world
     s.ensure_component(id);
     if (s.deferring()) {
-        detail::check_not_parallel(s, op);
         s.deferred().reserve(1);
+        s.reserve_watch(1);
         std::byte* slot = s.deferred().allocate_value(info);
         info.construct_value(slot);
+        s.watch(e, id, s.deferred().mark());
         s.deferred().push_add(e, info, slot, 1);
         return;
     }
@@ -653,6 +661,7 @@ std::uint64_t World::added_tick(Entity e, ComponentId id) {
 }
 
 DynamicQuery World::query_dynamic(QuerySpec spec) {
+    detail::check_not_parallel(*storage_, "World::query_dynamic");
     detail::check_spec(spec, "World::query_dynamic");
     return DynamicQuery(*this, std::move(spec));
 }

@@ -10,6 +10,7 @@
 #include <tessera/relation.hpp>
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 
 namespace tessera::detail {
@@ -387,6 +388,16 @@ ObserverRegistry& registry_for(Storage& s, const ObserverCallback& cb) {
 }
 }  // namespace
 
+void check_can_observe(const Storage& s, Event kind) {
+    if (!s.parallel()) [[likely]]
+        return;
+    constexpr const char* ops[] = {"World::on_add",   "World::on_remove",  "World::on_set",
+                                   "World::on_spawn", "World::on_despawn", "Query::on_enter",
+                                   "Query::on_exit",  "World::on_relate",  "World::on_unrelate"};
+    const auto k = static_cast<std::size_t>(kind);
+    check_not_parallel(s, k < std::size(ops) ? ops[k] : "World::on_*");
+}
+
 std::uint64_t subscribe(Storage& s, Event kind, ComponentId id, ObserverCallback cb,
                         std::uint64_t join) {
     return registry_for(s, cb).subscribe(kind, id, cb, join);
@@ -617,6 +628,7 @@ std::size_t Observers::count() const noexcept {
 }
 
 Observers World::observers() {
+    detail::check_not_parallel(*storage_, "World::observers");  // they switch shared flags
     return Observers(storage_->observer_registry());
 }
 

@@ -118,6 +118,8 @@ void Schedule::run(World& world, tbb::task_arena& arena, float dt, std::string_v
 }
 
 void Schedule::run_group(World& world, tbb::task_arena* given, float dt, std::string_view group) {
+    // A run changes the whole world (systems, ticks, sync points): not from par_each workers.
+    detail::check_not_parallel(world.storage(), "Schedule::run");
     if (given != nullptr) {
         if (!given->is_active()) given->initialize();
         impl_->run(world, given->max_concurrency(), given, dt, group);
@@ -141,6 +143,7 @@ void Schedule::run_group(World& world, tbb::task_arena* given, float dt, std::st
 }
 
 void Schedule::run_system(std::string_view name, World& world, float dt) {
+    detail::check_not_parallel(world.storage(), "Schedule::run_system");
     impl_->build();
     SystemEntry& s = impl_->get(name, "Schedule::run_system");
     if (world.tick() > World::max_tick - 2) {  // the system's tick and the one after

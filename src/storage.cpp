@@ -8,11 +8,81 @@
 
 namespace tessera::detail {
 
-Storage::Storage(std::pmr::memory_resource* mr) : Core(mr), deferred_(mr), spawned_(mr) {}
+Storage::Storage(std::pmr::memory_resource* mr)
+    : Core(mr), deferred_(mr), queued_changes_(mr), spawned_(mr) {}
 
 Storage::~Storage() {
     relations_.reset(resource());
     strings_.reset(resource());
+}
+
+void QueuedChanges::reserve(std::size_t n) {
+    if ((used_ + n) * 2 <= slots_.size()) return;
+    std::size_t cap = slots_.empty() ? 16 : slots_.size();
+    while ((used_ + n) * 2 > cap) cap *= 2;
+    std::pmr::vector<Slot> grown(cap, Slot{}, slots_.get_allocator());
+    for (const Slot& s : slots_) {
+        if (s.position != npos) grown[probe(grown, s.entity, s.id)] = s;
+    }
+    slots_.swap(grown);
+}
+
+void QueuedChanges::note(Entity e, ComponentId id, std::size_t position) noexcept {
+    Slot& s = slots_[probe(slots_, e.to_bits(), id.value)];
+    if (s.position == npos) ++used_;
+    s = Slot{e.to_bits(), id.value, position};
+}
+
+std::size_t QueuedChanges::find(Entity e, ComponentId id) const noexcept {
+    if (slots_.empty()) return npos;
+    return slots_[probe(slots_, e.to_bits(), id.value)].position;
+}
+
+void QueuedChanges::forget(Entity e, ComponentId id) noexcept {
+    if (slots_.empty()) return;
+    Slot& s = slots_[probe(slots_, e.to_bits(), id.value)];
+    if (s.position != npos) s.position = gone;
+}
+
+void QueuedChanges::clear() noexcept {
+    if (used_ == 0) return;
+    for (Slot& s : slots_) s = Slot{};
+    used_ = 0;
+}
+
+std::size_t QueuedChanges::probe(const std::pmr::vector<Slot>& slots, std::uint64_t entity,
+                                 std::uint32_t id) noexcept {
+    const std::size_t mask = slots.size() - 1;
+    const std::uint64_t h = (entity ^ (std::uint64_t{id} << 40 | id)) * 0x9E3779B97F4A7C15ull;
+    std::size_t i = static_cast<std::size_t>(h ^ (h >> 29)) & mask;
+    while (slots[i].position != npos && (slots[i].entity != entity || slots[i].id != id))
+        i = (i + 1) & mask;
+    return i;
+}
+
+const Command* Storage::queued_change(Entity e, ComponentId id) noexcept {
+    const auto is_change = [e, id](const Command& c) {
+        return (c.kind == Command::Kind::add || c.kind == Command::Kind::remove) && c.entity == e &&
+               c.id == id;
+    };
+    if (deferred_.empty()) {
+        if (!parallel()) queued_changes_.clear();  // workers only read
+        return nullptr;
+    }
+    const std::size_t at = queued_changes_.find(e, id);
+    if (at == QueuedChanges::npos || at == QueuedChanges::gone) return nullptr;
+    const std::size_t end = deferred_.mark();
+    const std::size_t first = end - deferred_.size();
+    // Applied: so is every earlier add or remove of the pair.
+    if (at < first) return nullptr;
+    if (at < end && is_change(deferred_.since(at)[0])) return &deferred_.since(at)[0];
+    // A failed call took back the command noted last: an earlier one may still be queued.
+    const std::span<const Command> pending = deferred_.pending();
+    for (std::size_t i = pending.size(); i-- > 0;) {
+        if (is_change(pending[i])) return &pending[i];
+    }
+    if (!parallel()) queued_changes_.forget(e, id);
+    return nullptr;
 }
 
 bool Storage::despawn_pending(Entity e) const noexcept {

@@ -88,6 +88,8 @@ void detail::set_propagation_mode(World& world, PropagationMode mode) {
 }
 
 std::size_t propagate_transforms(World& world) {
+    // It writes every transform row and its plan is the world's: not from par_each workers.
+    detail::check_not_parallel(world.storage(), "propagate_transforms");
     // The call ends by advancing the tick: refuse it, before anything changes, at the top.
     if (world.tick() >= World::max_tick)
         throw Error(errc::limit_exceeded,

@@ -101,9 +101,10 @@ void check_not_parallel(const Storage& s, const char* op) {
     if (s.parallel()) [[unlikely]] {
         throw Error(errc::invalid_argument,
                     std::string(op) +
-                        ": called from inside par_each; structural changes and writes that fire "
-                        "observers can't run on workers: record them in a CommandBuffer per "
-                        "worker and apply it after the loop");
+                        ": called from inside par_each; structural changes, deferral, writes "
+                        "that fire observers and other changes to what the world shares can't "
+                        "run on workers (docs/threading.md lists what can): record them in a "
+                        "CommandBuffer per worker and apply it after the loop");
     }
 }
 }  // namespace detail
@@ -209,14 +210,16 @@ void World::reserve_table(std::uint32_t index, std::size_t n) {
     if (n > a.size) s.reserve_spawn(a, n - a.size);
 }
 
-void World::defer_begin() noexcept {
+void World::defer_begin() {
     detail::Storage& s = *storage_;
+    detail::check_not_parallel(s, "World::defer_begin");
     s.begin_defer();
     s.set_user_defers(s.user_defers() + 1);
 }
 
 void World::defer_end() {
     detail::Storage& s = *storage_;
+    detail::check_not_parallel(s, "World::defer_end");
     if (s.user_defers() == 0) {
         throw Error(errc::invalid_argument,
                     "World::defer_end: no defer_begin is open (each defer_end ends one)");
@@ -227,6 +230,7 @@ void World::defer_end() {
 
 bool World::flush() {
     detail::Storage& s = *storage_;
+    detail::check_not_parallel(s, "World::flush");
     if (s.deferring()) return false;
     const detail::EntryCheck entry(s);
     detail::flush(s);
@@ -259,9 +263,11 @@ bool World::remove_deferred(Entity e, std::span<const ComponentId> ids) {
     if (r == nullptr) detail::throw_not_alive("World::remove", e, ids[0]);
     s.check_plain(ids, "World::remove");
     s.deferred().reserve(ids.size());
+    s.reserve_watch(ids.size());
     bool any = false;
     for (std::size_t i = 0; i < ids.size(); ++i) {
         any = any || s.archetype(r->archetype).contains(ids[i]);
+        s.watch(e, ids[i], s.deferred().mark());  // value writes until it applies are refused
         s.deferred().push(detail::Command::Kind::remove, e, ids[i],
                           static_cast<std::uint16_t>(i == 0 ? ids.size() : 0));
     }
@@ -285,6 +291,7 @@ std::uint64_t World::tick() const noexcept {
 }
 
 std::uint64_t World::advance_tick() {
+    detail::check_not_parallel(*storage_, "World::advance_tick");
     if (storage_->tick() >= max_tick)
         throw Error(errc::limit_exceeded, "World::advance_tick: the tick is at World::max_tick");
     return storage_->advance_tick();
@@ -312,6 +319,23 @@ void throw_missing(const char* op, Entity e, ComponentId id) {
     std::ostringstream os;
     os << " has no " << component_info(id).name;
     throw Error(errc::missing_component, describe(op, e, id, os.str().c_str()));
+}
+
+void check_write(Storage& s, const char* op, Entity e, ComponentId id) {
+    const Command* c = s.queued_change(e, id);
+    if (c == nullptr) return;
+    const std::string_view name = component_info(id).name;
+    std::ostringstream os;
+    if (c->kind == Command::Kind::remove) {
+        os << " has a queued remove of " << name
+           << " (made while the world defers); a value written now would be lost when it "
+              "applies: write it after the flush, or queue the new value with add";
+    } else {
+        os << " has a queued add of " << name
+           << " (made while the world defers); a value written now would be overwritten when it "
+              "applies: put the value in the add, or write it after the flush";
+    }
+    throw Error(errc::invalid_argument, describe(op, e, id, os.str().c_str()));
 }
 
 void throw_lookup(const Storage& s, const char* op, Entity e, ComponentId id) {

@@ -6,9 +6,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <set>
+#include <span>
 #include <stdexcept>
+#include <string>
+#include <utility>
 #include <vector>
 
 namespace ts = tessera;
@@ -186,4 +190,268 @@ TEST(QueryParallel, SteadyStateAllocatesNothingFromTheWorld) {
     }
     // oneTBB's scheduler keeps its own task storage; the world and the query take nothing.
     EXPECT_EQ(mr.allocations, before);
+}
+
+namespace {
+struct Extra {
+    int v = 0;
+};
+struct Link {};
+struct Note {
+    int n = 0;
+};
+struct Ping {
+    int n = 0;
+};
+
+// What a refused call must leave as it was: the entities, their values and components, the
+// archetypes, the tick, the resources, the event queues, the observers and the strings.
+struct Fingerprint {
+    std::vector<ts::Entity> entities;
+    std::uint64_t hash = 0;
+    std::size_t archetypes = 0;
+    std::uint64_t tick = 0;
+    bool note = false, ping_queue = false, observed = false;
+    std::size_t strings = 0;
+    float position_sum = 0;
+    int extra_sum = 0;
+    bool operator==(const Fingerprint&) const = default;
+};
+
+Fingerprint fingerprint(ts::World& w) {
+    Fingerprint f;
+    f.entities = w.entities();
+    f.hash = ts::state_hash(w);
+    f.archetypes = w.archetype_count();
+    f.tick = w.tick();
+    f.note = w.has_resource<Note>();
+    f.ping_queue = w.has_resource<ts::Events<Ping>>();
+    const ts::Observers obs = w.observers();
+    for (const ts::Event k : {ts::Event::add, ts::Event::remove, ts::Event::set}) {
+        f.observed = f.observed || obs.has<Position>(k) || obs.has<Extra>(k);
+    }
+    f.observed = f.observed || obs.has(ts::Event::spawn) || obs.has(ts::Event::despawn) ||
+                 obs.has<Link>(ts::Event::relate) || obs.has<Link>(ts::Event::unrelate);
+    f.strings = std::as_const(w).strings().size();
+    w.query<const Position&>().each([&](const Position& p) { f.position_sum += p.x + p.y; });
+    w.query<const Extra&>().each([&](const Extra& x) { f.extra_sum += x.v; });
+    return f;
+}
+
+struct WorkerCall {
+    const char* op;  // the call the error names
+    std::function<void(ts::World&, ts::Entity)> call;
+};
+}  // namespace
+
+// Issue 34 item 5: every World member that changes what the world shares (its entities and
+// tables, its deferral state, registrations, resources, events, observers, the tick) throws
+// invalid_argument on the workers of a par_each and changes nothing; afterwards the world is
+// neither deferring nor parallel, and structural changes apply at once. Each case runs with
+// several workers calling at once, alone and inside a defer_begin of the world's thread (where
+// a worker's defer_end would otherwise close the outer level).
+TEST(QueryParallel, EveryWorldChangeFromWorkersIsRefusedAndChangesNothing) {
+    ts::World w;
+    w.spawn_many(4000, [](std::size_t i, Position& p) { p = {float(i), 1}; });
+    const ts::ComponentId label = w.component("Label", {{"text", ts::Field::str}});
+    const ts::Entity anchor = w.spawn(Position{-1, -1}, Extra{1});
+    w.add(anchor, label);
+    w.set_field(anchor, label, "text", std::string_view("before"));
+    const ts::Entity target = w.spawn(Extra{2});
+    w.relate<Link>(anchor, target);
+    w.insert_resource(Note{7});
+    auto extras = w.query<Extra&>();
+    const ts::Snapshot snap = w.snapshot();
+    std::atomic<int> extra_sets{0};
+    const ts::Observer watch =
+        w.on_set<Extra>([&](ts::World&, ts::Entity) { extra_sets.fetch_add(1); });
+
+    const std::vector<WorkerCall> calls = {
+        {"World::spawn", [](ts::World& x, ts::Entity) { (void)x.spawn(); }},
+        {"World::spawn", [](ts::World& x, ts::Entity) { (void)x.spawn(Position{}, Extra{}); }},
+        {"World::spawn_many",
+         [](ts::World& x, ts::Entity) { x.spawn_many(2, [](std::size_t, Extra&) {}); }},
+        {"World::spawn_permanent",
+         [](ts::World& x, ts::Entity) { (void)x.spawn_permanent(Extra{}); }},
+        {"World::despawn", [](ts::World& x, ts::Entity e) { x.despawn(e); }},
+        {"World::despawn",
+         [](ts::World& x, ts::Entity e) { x.despawn(std::span<const ts::Entity>(&e, 1)); }},
+        {"World::despawn_all", [&](ts::World& x, ts::Entity) { x.despawn_all(extras); }},
+        {"World::add", [](ts::World& x, ts::Entity e) { x.add(e, Extra{3}); }},
+        {"World::add", [](ts::World& x, ts::Entity e) { x.add<Extra>(e); }},
+        {"World::add", [](ts::World& x, ts::Entity e) { x.emplace<Extra>(e, 4); }},
+        {"World::add", [&](ts::World& x, ts::Entity e) { x.add(e, label); }},
+        {"World::remove", [](ts::World& x, ts::Entity e) { x.remove<Position>(e); }},
+        {"World::remove", [&](ts::World& x, ts::Entity) { x.remove(anchor, label); }},
+        {"World::relate", [&](ts::World& x, ts::Entity e) { x.relate<Link>(e, target); }},
+        {"World::relate",
+         [&](ts::World& x, ts::Entity e) {
+             x.relate(e, Link{}, std::span<const ts::Entity>(&target, 1));
+         }},
+        {"World::unrelate", [&](ts::World& x, ts::Entity) { x.unrelate<Link>(anchor, target); }},
+        {"World::unrelate", [&](ts::World& x, ts::Entity) { x.unrelate<Link>(anchor); }},
+        {"World::unrelate",
+         [&](ts::World& x, ts::Entity) {
+             x.unrelate<Link>(anchor, std::span<const ts::Entity>(&target, 1));
+         }},
+        {"World::defer_begin", [](ts::World& x, ts::Entity) { x.defer_begin(); }},
+        {"World::defer_end", [](ts::World& x, ts::Entity) { x.defer_end(); }},
+        {"World::defer_begin", [](ts::World& x, ts::Entity) { ts::Deferral scope(x); }},
+        {"World::flush", [](ts::World& x, ts::Entity) { (void)x.flush(); }},
+        {"World::archetype",
+         [](ts::World& x, ts::Entity) { (void)x.archetype<Position, Extra, Velocity>(); }},
+        {"World::reserve", [](ts::World& x, ts::Entity) { x.reserve<Velocity, Extra>(8); }},
+        {"World::register_component",
+         [](ts::World& x, ts::Entity) { (void)x.register_component<Velocity>(); }},
+        {"World::component", [](ts::World& x, ts::Entity) { (void)x.component("WorkerMade", {}); }},
+        {"World::query", [](ts::World& x, ts::Entity) { (void)x.query<const Velocity&>(); }},
+        {"World::each", [](ts::World& x, ts::Entity) { x.each([](const Velocity&) {}); }},
+        {"World::query_dynamic",
+         [&](ts::World& x, ts::Entity) { (void)x.query_dynamic(ts::QuerySpec{{label}}); }},
+        {"World::accessor", [](ts::World& x, ts::Entity) { (void)x.accessor<Velocity>(); }},
+        {"World::strings", [](ts::World& x, ts::Entity) { (void)x.strings(); }},
+        {"World::set_field",
+         [&](ts::World& x, ts::Entity) {
+             x.set_field(anchor, label, "text", std::string_view("from a worker"));
+         }},
+        {"World::restore", [&](ts::World& x, ts::Entity) { x.restore(snap); }},
+        {"World::advance_tick", [](ts::World& x, ts::Entity) { (void)x.advance_tick(); }},
+        {"World::insert_resource", [](ts::World& x, ts::Entity) { x.insert_resource(Note{9}); }},
+        {"World::remove_resource",
+         [](ts::World& x, ts::Entity) { (void)x.remove_resource<Note>(); }},
+        {"World::events", [](ts::World& x, ts::Entity) { (void)x.events<Ping>(); }},
+        {"World::send_event", [](ts::World& x, ts::Entity) { x.send_event(Ping{1}); }},
+        {"World::update_events", [](ts::World& x, ts::Entity) { x.update_events(); }},
+        {"World::on_add",
+         [](ts::World& x, ts::Entity) { (void)x.on_add<Position>([](ts::World&, ts::Entity) {}); }},
+        {"World::on_remove",
+         [](ts::World& x, ts::Entity) {
+             (void)x.on_remove<Position>([](ts::World&, ts::Entity) {});
+         }},
+        {"World::on_set",
+         [](ts::World& x, ts::Entity) { (void)x.on_set<Position>([](ts::World&, ts::Entity) {}); }},
+        {"World::on_add",
+         [](ts::World& x, ts::Entity) {
+             (void)x.on_add<Position, Extra>([](ts::World&, ts::Entity) {});
+         }},
+        {"World::on_remove",
+         [](ts::World& x,
+            ts::Entity) { (void)x.on_remove<Position, Extra>([](ts::World&, ts::Entity) {}); }},
+        {"World::on_set",
+         [](ts::World& x,
+            ts::Entity) { (void)x.on_set<Position, Extra>([](ts::World&, ts::Entity) {}); }},
+        {"World::on_spawn",
+         [](ts::World& x, ts::Entity) { (void)x.on_spawn([](ts::World&, ts::Entity) {}); }},
+        {"World::on_despawn",
+         [](ts::World& x, ts::Entity) { (void)x.on_despawn([](ts::World&, ts::Entity) {}); }},
+        {"World::on_relate",
+         [](ts::World& x,
+            ts::Entity) { (void)x.on_relate<Link>([](ts::World&, ts::Entity, ts::Entity) {}); }},
+        {"World::on_unrelate",
+         [](ts::World& x,
+            ts::Entity) { (void)x.on_unrelate<Link>([](ts::World&, ts::Entity, ts::Entity) {}); }},
+        {"Query::on_enter",
+         [&](ts::World&, ts::Entity) { (void)extras.on_enter([](ts::World&, ts::Entity) {}); }},
+        {"World::observers", [](ts::World& x, ts::Entity) { (void)x.observers(); }},
+        // Writes that would fire observers on workers.
+        {"World::set", [&](ts::World& x, ts::Entity) { x.set(anchor, Extra{9}); }},
+        {"World::modified", [&](ts::World& x, ts::Entity) { x.modified<Extra>(anchor); }},
+    };
+
+    auto rows = w.query<ts::Entity, const Position&>();
+    const Fingerprint before = fingerprint(w);
+    for (const WorkerCall& c : calls) {
+        for (const bool enclosed : {false, true}) {
+            SCOPED_TRACE(std::string(c.op) + (enclosed ? " inside defer_begin" : ""));
+            if (enclosed) w.defer_begin();
+            std::atomic<std::size_t> refused{0}, other{0};
+            std::atomic<bool> named{true};
+            rows.par_each([&](ts::Entity e, const Position&) {
+                try {
+                    c.call(w, e);
+                    other.fetch_add(1);
+                } catch (const ts::Error& err) {
+                    if (err.code() != ts::errc::invalid_argument) other.fetch_add(1);
+                    if (std::string(err.what()).find(c.op) == std::string::npos) named = false;
+                    refused.fetch_add(1);
+                }
+            });
+            if (enclosed) {
+                EXPECT_TRUE(w.deferring());  // the worker's defer_end closed nothing
+                w.defer_end();
+            }
+            EXPECT_EQ(refused.load(), before.entities.size() - 1);  // all but target
+            EXPECT_EQ(other.load(), 0u);
+            EXPECT_TRUE(named.load());
+            EXPECT_FALSE(w.deferring());
+            EXPECT_TRUE(fingerprint(w) == before);
+        }
+    }
+    EXPECT_EQ(w.get_field<std::string_view>(anchor, label, "text"), "before");
+    EXPECT_EQ(extra_sets.load(), 0);
+    // Structural changes apply at once again (nothing left deferring or parallel).
+    const ts::Entity e = w.spawn(Position{});
+    EXPECT_TRUE(w.has<Position>(e));
+    w.add(e, Extra{5});
+    EXPECT_EQ(w.get<Extra>(e).v, 5);
+    w.defer_begin();
+    w.remove<Extra>(e);
+    EXPECT_TRUE(w.has<Extra>(e));
+    w.defer_end();
+    EXPECT_FALSE(w.has<Extra>(e));
+}
+
+// What workers may call: value reads and writes of their own row, lookups, and loops over
+// other queries (which neither defer the world nor end its parallel mode).
+TEST(QueryParallel, WorkersMayReadWriteTheirRowsAndRunNestedLoops) {
+    ts::World w;
+    w.spawn_many(3000, [](std::size_t i, Position& p, Extra& x) {
+        p = {float(i), 0};
+        x.v = int(i);
+    });
+    w.insert_resource(Note{3});
+    auto rows = w.query<ts::Entity, Position&>();
+    auto extras = w.query<const Extra&>();
+    auto small = w.query<const Extra&>();
+    (void)w.changed_tick<Position>(w.entities().front());  // tracking on, on the world's thread
+    std::atomic<std::size_t> nested{0};
+    std::mutex nested_loop;
+    rows.par_each([&](ts::Entity e, Position&) {
+        w.get_mut<Position>(e).y = 1;
+        w.set(e, Position{w.get<Position>(e).x, 2});
+        if (Extra* x = w.try_get_mut<Extra>(e)) x->v += w.resource<Note>().n;
+        w.modified<Position>(e);
+        (void)w.set_if_changed(e, Position{w.get<Position>(e).x, 3});
+        (void)w.changed_tick<Position>(e);
+        if (e.index % 500 == 0) {
+            // A nested loop: legal, and a structural call inside it is still refused. A query
+            // object is not thread-safe: one worker at a time runs this one.
+            const std::lock_guard lock(nested_loop);
+            std::size_t n = 0;
+            extras.each([&](const Extra&) { ++n; });
+            EXPECT_EQ(n, 3000u);
+            EXPECT_THROW(w.each_entity([&](ts::Entity) { w.spawn(); }), ts::Error);
+            nested.fetch_add(1);
+        }
+    });
+    EXPECT_GT(nested.load(), 0u);
+    EXPECT_FALSE(w.deferring());
+    EXPECT_EQ(w.count(), 3000u);
+    small.each([](const Extra& x) { EXPECT_GE(x.v, 3); });
+    w.query<const Position&>().each([](const Position& p) { EXPECT_EQ(p.y, 3); });
+    // A nested par_each doesn't end the outer loop's parallel mode: the outer rows after it
+    // are still refused structural changes.
+    std::atomic<std::size_t> refused{0};
+    rows.par_each([&](ts::Entity e, Position&) {
+        if (e.index == 0) extras.par_each([](const Extra&) {});
+        try {
+            w.add(e, Velocity{});
+        } catch (const ts::Error&) {
+            refused.fetch_add(1);
+        }
+    });
+    EXPECT_EQ(refused.load(), 3000u);
+    EXPECT_FALSE(w.deferring());
+    const ts::Entity e = w.spawn(Position{});
+    EXPECT_TRUE(w.has<Position>(e));
 }

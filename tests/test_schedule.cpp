@@ -1428,3 +1428,32 @@ TEST(Schedule, RunWithoutRoomForAFrameOfTicksIsLimitExceededBeforeAnythingRuns) 
     EXPECT_EQ(runs, 0);
     EXPECT_EQ(w.tick(), ts::World::max_tick - 1);
 }
+
+// From the workers of a par_each a run is refused before any system runs (a run changes the
+// whole world: its tick, its sync points), and the world is left neither deferring nor parallel.
+TEST(ScheduleErrors, RunFromParEachWorkersIsRefused) {
+    ts::World world;
+    for (int i = 0; i < 64; ++i) world.spawn(Position{});
+    std::atomic<int> ran{0}, refused{0};
+    ts::Schedule s;
+    s.add("count", [&](ts::View<const Position&>) { ran.fetch_add(1); });
+    const std::uint64_t tick = world.tick();
+    world.query<const Position&>().par_each([&](const Position&) {
+        for (int way = 0; way < 2; ++way) {
+            try {
+                if (way == 0)
+                    s.run(world);
+                else
+                    s.run_system("count", world);
+            } catch (const ts::Error& err) {
+                if (err.code() == ts::errc::invalid_argument) refused.fetch_add(1);
+            }
+        }
+    });
+    EXPECT_EQ(refused.load(), 128);
+    EXPECT_EQ(ran.load(), 0);
+    EXPECT_EQ(world.tick(), tick);
+    EXPECT_FALSE(world.deferring());
+    s.run(world);
+    EXPECT_EQ(ran.load(), 1);
+}

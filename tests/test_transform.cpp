@@ -16,6 +16,7 @@
 #include <glm/mat4x4.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -932,4 +933,24 @@ TEST(Transform, PropagateAtMaxTickIsLimitExceededAndChangesNothing) {
     }
     EXPECT_FALSE(w.has<ts::WorldTransform>(e));
     EXPECT_EQ(w.tick(), ts::World::max_tick);
+}
+
+// From the workers of a par_each it is refused (it writes every row and the world's plan), and
+// nothing changes: the world is neither deferring nor parallel afterwards.
+TEST(Transform, PropagateFromParEachWorkersIsRefused) {
+    ts::World w;
+    for (int i = 0; i < 64; ++i) w.spawn(ts::LocalTransform{});
+    std::atomic<int> refused{0};
+    w.query<ts::Entity, const ts::LocalTransform&>().par_each(
+        [&](ts::Entity, const ts::LocalTransform&) {
+            try {
+                (void)ts::propagate_transforms(w);
+            } catch (const ts::Error& err) {
+                if (err.code() == ts::errc::invalid_argument) refused.fetch_add(1);
+            }
+        });
+    EXPECT_EQ(refused.load(), 64);
+    EXPECT_FALSE(w.deferring());
+    EXPECT_EQ(w.query<const ts::WorldTransform&>().count(), 0u);
+    EXPECT_EQ(ts::propagate_transforms(w), 64u);
 }

@@ -8,11 +8,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <functional>
 #include <memory_resource>
 #include <new>
 #include <set>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace ts = tessera;
@@ -21,6 +25,7 @@ using ts::test::Tracked;
 namespace {
 struct Position {
     float x = 0, y = 0;
+    bool operator==(const Position&) const = default;
 };
 struct Name {
     std::string s;
@@ -548,4 +553,274 @@ TEST(DeferOnDemand, FlushAppliesWhatAFailedFlushLeftQueued) {
     EXPECT_FALSE(w.has<Name>(a)) << "still queued";
     EXPECT_TRUE(w.flush());
     EXPECT_EQ(w.get<Name>(a).s, "queued");
+}
+
+// ---- value writes after a queued add or remove of the same component (issue 34 item 10) ----
+
+namespace {
+struct Velocity {
+    float dx = 0, dy = 0;
+    bool operator==(const Velocity&) const = default;
+};
+bool same(const Position& a, const Position& b) {
+    return a.x == b.x && a.y == b.y;
+}
+
+struct ValueWrite {
+    const char* op;  // the call the error names
+    std::function<void(ts::World&, ts::Entity)> write;
+};
+
+// Every call that writes `Position`'s value in place. `try_get_mut` and the accessor's
+// `try_get_mut` can't throw: they answer null (the test turns that into the same error).
+std::vector<ValueWrite> position_writes() {
+    const auto refuse_null = [](const void* p) {
+        if (p == nullptr) throw ts::Error(ts::errc::invalid_argument, "null");
+    };
+    return {
+        {"World::set",
+         [](ts::World& w, ts::Entity e) {
+             w.set(e, Position{9, 9});
+         }},
+        {"World::set",
+         [](ts::World& w, ts::Entity e) {
+             w.set(e, Velocity{8, 8}, Position{9, 9});
+         }},
+        {"World::get_mut", [](ts::World& w, ts::Entity e) { w.get_mut<Position>(e).x = 9; }},
+        {"World::get_mut",
+         [](ts::World& w, ts::Entity e) { std::get<1>(w.get_mut<Velocity, Position>(e)).x = 9; }},
+        {"null",
+         [refuse_null](ts::World& w, ts::Entity e) { refuse_null(w.try_get_mut<Position>(e)); }},
+        {"World::set_if_changed",
+         [](ts::World& w, ts::Entity e) {
+             (void)w.set_if_changed(e, Position{9, 9});
+         }},
+        {"World::modified", [](ts::World& w, ts::Entity e) { w.modified<Position>(e); }},
+        {"Accessor::get_mut",
+         [](ts::World& w, ts::Entity e) { w.accessor<Position>().get_mut(e).x = 9; }},
+        {"null",
+         [refuse_null](ts::World& w, ts::Entity e) {
+             refuse_null(w.accessor<Position>().try_get_mut(e));
+         }},
+    };
+}
+
+void expect_refused(const ValueWrite& c, ts::World& w, ts::Entity e, const char* queued) {
+    try {
+        c.write(w, e);
+        ADD_FAILURE() << c.op << ": no error";
+    } catch (const ts::Error& err) {
+        EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+        const std::string what = err.what();
+        EXPECT_NE(what.find(c.op), std::string::npos) << what;
+        if (std::string_view(c.op) != "null") {
+            EXPECT_NE(what.find("Position"), std::string::npos) << what;
+            EXPECT_NE(what.find(queued), std::string::npos) << what;
+            std::ostringstream entity;
+            entity << e;
+            EXPECT_NE(what.find(entity.str()), std::string::npos) << what;
+        }
+    }
+}
+}  // namespace
+
+// Inside defer_begin, remove<Position>(e) then a write of e's Position: the write is refused at
+// the call (a value written now would vanish when the remove applies), nothing is written or
+// stamped, and the remove still applies. The same after a queued add that replaces Position.
+TEST(WritesAfterQueuedChanges, EveryValueWriteAfterAQueuedRemoveOrAddIsRefused) {
+    for (const ValueWrite& c : position_writes()) {
+        for (const bool removed : {true, false}) {
+            SCOPED_TRACE(std::string(c.op) + (removed ? " after remove" : " after add"));
+            ts::World w;
+            const ts::Entity e = w.spawn(Position{1, 2}, Velocity{3, 4});
+            (void)w.changed_tick<Position>(e);
+            w.advance_tick();
+            const std::uint64_t stamped = w.changed_tick<Position>(e);
+            int fired = 0;
+            ts::Observer spy = w.on_set<Position>([&](ts::World&, ts::Entity) { ++fired; });
+            w.defer_begin();
+            if (removed)
+                w.remove<Position>(e);
+            else
+                w.add(e, Position{5, 6});
+            expect_refused(c, w, e, removed ? "queued remove" : "queued add");
+            EXPECT_TRUE(same(w.get<Position>(e), {1, 2}));
+            EXPECT_EQ(w.get<Velocity>(e), (Velocity{3, 4})) << "nothing of a refused set";
+            EXPECT_EQ(w.changed_tick<Position>(e), stamped);
+            EXPECT_EQ(fired, 0);
+            w.defer_end();
+            if (removed) {
+                EXPECT_FALSE(w.has<Position>(e));
+            } else {
+                EXPECT_TRUE(same(w.get<Position>(e), {5, 6}));
+                // Once the add applied, writes go through again.
+                c.write(w, e);
+            }
+        }
+    }
+}
+
+// Runtime components: set_field after a queued remove (by id) or add (by id).
+TEST(WritesAfterQueuedChanges, SetFieldAfterAQueuedRemoveOrAddIsRefused) {
+    ts::World w;
+    const ts::ComponentId hp = w.component("Hp", {{"value", ts::Field::i32}});
+    const ts::Entity e = w.spawn();
+    for (const bool removed : {true, false}) {
+        SCOPED_TRACE(removed ? "after remove" : "after add");
+        if (!w.has(e, hp)) w.add(e, hp);
+        w.set_field(e, hp, "value", 10);
+        w.defer_begin();
+        if (removed)
+            w.remove(e, hp);
+        else
+            w.add(e, hp);
+        try {
+            w.set_field(e, hp, "value", 20);
+            ADD_FAILURE() << "no error";
+        } catch (const ts::Error& err) {
+            EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+            EXPECT_NE(std::string(err.what()).find("Hp"), std::string::npos) << err.what();
+        }
+        EXPECT_EQ(w.get_field<int>(e, hp, "value"), 10);
+        w.defer_end();
+        EXPECT_EQ(w.has(e, hp), !removed);
+        if (!removed) {
+            EXPECT_EQ(w.get_field<int>(e, hp, "value"), 0) << "the add's value";
+            w.set_field(e, hp, "value", 10);
+        }
+    }
+}
+
+// Structural calls after a queued remove are queued behind it: the later call in program order
+// wins (add, emplace), and so does a later remove after an add.
+TEST(WritesAfterQueuedChanges, LaterStructuralCallsWin) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Position{1, 2});
+    const ts::Entity b = w.spawn(Position{1, 2});
+    const ts::Entity c = w.spawn(Position{1, 2});
+    w.defer_begin();
+    w.remove<Position>(a);
+    w.add(a, Position{5, 6});
+    w.remove<Position>(b);
+    w.emplace<Position>(b, 7.0f, 8.0f);
+    w.add(c, Position{5, 6});
+    w.remove<Position>(c);
+    w.defer_end();
+    EXPECT_TRUE(same(w.get<Position>(a), {5, 6}));
+    EXPECT_TRUE(same(w.get<Position>(b), {7, 8}));
+    EXPECT_FALSE(w.has<Position>(c));
+}
+
+// Only the pair queued is concerned: other components of the entity, and the same component of
+// other entities, are written as usual; after the flush everything is writable again.
+TEST(WritesAfterQueuedChanges, OnlyTheQueuedPairIsRefused) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Position{1, 2}, Velocity{});
+    const ts::Entity b = w.spawn(Position{1, 2});
+    w.defer_begin();
+    w.remove<Position>(a);
+    w.set(a, Velocity{1, 1});
+    w.set(b, Position{3, 3});
+    w.get_mut<Position>(b).x = 4;
+    EXPECT_NE(w.try_get_mut<Position>(b), nullptr);
+    EXPECT_EQ(w.try_get_mut<Position>(a), nullptr);
+    w.defer_end();
+    EXPECT_EQ(w.get<Velocity>(a), (Velocity{1, 1}));
+    EXPECT_TRUE(same(w.get<Position>(b), {4, 3}));
+    w.add(a, Position{});
+    w.set(a, Position{6, 6});  // the queue is empty: nothing refused
+    EXPECT_TRUE(same(w.get<Position>(a), {6, 6}));
+}
+
+// Every source of deferral: a query loop, an observer callback, spawn_many's init.
+TEST(WritesAfterQueuedChanges, RefusedInLoopsObserversAndSpawnManyInit) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Position{1, 2}, Velocity{});
+    int refused = 0;
+    w.each([&](ts::Entity e, Velocity&) {
+        w.remove<Position>(e);
+        EXPECT_THROW(w.set(e, Position{9, 9}), ts::Error);
+        ++refused;
+    });
+    EXPECT_EQ(refused, 1);
+    EXPECT_FALSE(w.has<Position>(a));
+
+    const ts::Entity b = w.spawn(Position{1, 2});
+    {
+        ts::Observer obs = w.on_add<Velocity>([&](ts::World& world, ts::Entity e) {
+            world.remove<Position>(e);
+            EXPECT_THROW(world.get_mut<Position>(e), ts::Error);
+            ++refused;
+        });
+        w.add(b, Velocity{});
+    }
+    EXPECT_EQ(refused, 2);
+    EXPECT_FALSE(w.has<Position>(b));
+
+    const ts::Entity c = w.spawn(Position{1, 2});
+    w.spawn_many(1, [&](std::size_t, Velocity&) {
+        w.remove<Position>(c);
+        EXPECT_THROW(w.modified<Position>(c), ts::Error);
+        ++refused;
+    });
+    EXPECT_EQ(refused, 3);
+    EXPECT_FALSE(w.has<Position>(c));
+}
+
+// A failed call takes back what it queued: a remove queued before it still refuses writes,
+// and writes of pairs only the failed call had queued go through.
+TEST(WritesAfterQueuedChanges, TakenBackCommandsLeaveEarlierOnesInForce) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Position{1, 2});
+    const ts::Entity b = w.spawn(Position{1, 2});
+    w.defer_begin();
+    w.remove<Position>(a);
+    EXPECT_THROW(w.spawn_many(1,
+                              [&](std::size_t, Velocity&) {
+                                  w.add(a, Position{3, 3});
+                                  w.add(b, Position{3, 3});
+                                  throw std::runtime_error("init fails");
+                              }),
+                 std::runtime_error);
+    EXPECT_THROW(w.set(a, Position{9, 9}), ts::Error);
+    w.set(b, Position{4, 4});
+    w.defer_end();
+    EXPECT_FALSE(w.has<Position>(a));
+    EXPECT_TRUE(same(w.get<Position>(b), {4, 4}));
+}
+
+// A queued despawn: the entity stays alive and readable until the flush, and writes to it are
+// allowed (nothing of it outlives the flush, so nothing written is silently kept or lost).
+TEST(WritesAfterQueuedChanges, WritesToAnEntityQueuedForDespawnAreAllowed) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 2});
+    w.defer_begin();
+    w.despawn(e);
+    w.set(e, Position{3, 3});
+    EXPECT_TRUE(same(w.get<Position>(e), {3, 3}));
+    w.defer_end();
+    EXPECT_FALSE(w.is_alive(e));
+}
+
+// An add queued for a component the entity lacks: a write is a lookup error, as without the
+// queued add (the value comes at the flush).
+TEST(WritesAfterQueuedChanges, AWriteOfAComponentStillToComeIsMissingComponent) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Position{1, 2});
+    w.defer_begin();
+    w.add(e, Velocity{1, 1});
+    for (int way = 0; way < 2; ++way) {
+        try {
+            if (way == 0)
+                w.set(e, Velocity{2, 2});
+            else
+                w.get_mut<Velocity>(e).dx = 2;
+            ADD_FAILURE() << "no error";
+        } catch (const ts::Error& err) {
+            EXPECT_EQ(err.code(), ts::errc::missing_component) << err.what();
+        }
+    }
+    EXPECT_EQ(w.try_get_mut<Velocity>(e), nullptr);
+    w.defer_end();
+    EXPECT_EQ(w.get<Velocity>(e), (Velocity{1, 1}));
 }

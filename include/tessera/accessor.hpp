@@ -39,12 +39,15 @@ public:
 
     /// `e`'s `T`, or null when `e` is dead or lacks `T`. Stamps no tick. O(1).
     [[nodiscard]] const T* try_get(Entity e) const noexcept { return find(e); }
-    /// `e`'s `T` for writing, or null; when not null, marks it changed like `World::get_mut`.
+    /// `e`'s `T` for writing, or null (also while an add or remove of `T` on `e` is queued, as
+    /// `World::try_get_mut`); when not null, marks it changed like `World::get_mut`.
     [[nodiscard]] T* try_get_mut(Entity e) const noexcept {
         const detail::EntityRecord* r = record(e);
         if (r == nullptr) return nullptr;
         const detail::Column& c = *columns_[r->archetype];
         if (c.data == nullptr) return nullptr;
+        if (storage_->writes_watched()) [[unlikely]]
+            return try_get_mut_watched(e);  // a tail call: nothing kept alive across it
         if (c.changed != nullptr) [[unlikely]]
             c.set_changed(r->row, storage_->tick());
         return reinterpret_cast<T*>(c.data) + r->row;
@@ -56,11 +59,14 @@ public:
             fail("Accessor::get", e);
         return *p;
     }
-    /// `e`'s `T` for writing, marked changed. @throws like `get`.
+    /// `e`'s `T` for writing, marked changed. @throws like `get`; Error(invalid_argument) while
+    /// an add or remove of `T` on `e` is queued (as `World::get_mut`).
     [[nodiscard]] T& get_mut(Entity e) const {
         T* p = try_get_mut(e);
-        if (p == nullptr) [[unlikely]]
+        if (p == nullptr) [[unlikely]] {
+            if (find(e) != nullptr) detail::check_write(*storage_, "Accessor::get_mut", e, id());
             fail("Accessor::get_mut", e);
+        }
         return *p;
     }
     /// Whether `e` is alive and has `T`.
@@ -68,6 +74,16 @@ public:
 
 private:
     static ComponentId id() noexcept { return component_id<T>(); }
+
+    /// `try_get_mut` while the world has queued adds or removes: null when one of `T` on `e` is
+    /// queued (a write would be lost). Precondition: `e` has `T`.
+    [[gnu::noinline]] T* try_get_mut_watched(Entity e) const noexcept {
+        if (storage_->queued_change(e, id()) != nullptr) return nullptr;
+        const detail::EntityRecord* r = record(e);
+        const detail::Column& c = *columns_[r->archetype];
+        if (c.changed != nullptr) c.set_changed(r->row, storage_->tick());
+        return reinterpret_cast<T*>(c.data) + r->row;
+    }
 
     void refresh() noexcept {
         const detail::WorldComponent& wc = storage_->world_component(id());
@@ -113,6 +129,7 @@ private:
 
 template <class T>
 Accessor<T> World::accessor() {
+    detail::check_not_parallel(*storage_, "World::accessor");  // it registers T
     return Accessor<T>(*storage_);
 }
 

@@ -291,6 +291,7 @@ Events<T>& World::events() {
                   "tessera: World::events<T>: T must be a plain type (no const, volatile or "
                   "reference): use events<std::remove_cvref_t<T>>()");
     if (Events<T>* queue = try_resource<Events<T>>()) return *queue;
+    detail::check_not_parallel(storage(), "World::events");  // making the queue
     return detail::emplace_resource<Events<T>>(resources(), memory_resource());
 }
 
@@ -303,6 +304,7 @@ void World::send_event(T&& event) {
     static_assert(!std::is_move_constructible_v<U> || std::is_constructible_v<U, T&&>,
                   "tessera: World::send_event: the event type is not copy constructible; pass "
                   "the event as an rvalue (std::move(event))");
+    detail::check_not_parallel(storage(), "World::send_event");  // the queue is shared
     events<U>().send(std::forward<T>(event));
 }
 

@@ -206,6 +206,7 @@ ObserverCallback make_callback(std::pmr::memory_resource* mr, F&& fn) {
 
 template <class T, class F>
 Observer observe(Storage& s, Event kind, F&& fn) {
+    check_can_observe(s, kind);
     ComponentId id{};
     if constexpr (!std::is_void_v<T>) {
         static_assert(Component<T>, "tessera: observers watch component types");
@@ -223,6 +224,7 @@ template <class... Ts, class F>
 Observer observe_many(Storage& s, Event kind, F&& fn) {
     static_assert((Component<Ts> && ...), "tessera: observers watch component types");
     static_assert(unique_types_v<Ts...>, "tessera: an observer names a type twice");
+    check_can_observe(s, kind);
     Observer handle;
     std::uint64_t id = 0;
     (
@@ -241,6 +243,7 @@ Observer observe_many(Storage& s, Event kind, F&& fn) {
 
 template <class F>
 Observer observe_query(Storage& s, Event kind, const QuerySpec& spec, F&& fn) {
+    check_can_observe(s, kind);
     const ObserverCallback cb = make_callback<void>(s.resource(), std::forward<F>(fn));
     const std::uint64_t sub = subscribe_query(s, kind, spec, cb);
     return Observer(registry_of(s), sub);

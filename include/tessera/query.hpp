@@ -519,7 +519,9 @@ public:
 
     private:
         void defer() noexcept {
-            deferring_ = query_->state_.attached() && query_->state_.owns_world();
+            // On a worker of a par_each the world already defers (and the depth isn't ours).
+            deferring_ = query_->state_.attached() && query_->state_.owns_world() &&
+                         !query_->state_.storage().parallel();
             if (deferring_) query_->state_.storage().begin_defer();
         }
         std::optional<Query> owned_;
@@ -737,11 +739,13 @@ struct terms_of<std::tuple<Entity, A...>> {
 
 template <class... Terms>
 Query<Terms...> World::query() {
+    detail::check_not_parallel(*storage_, "World::query");  // it registers the components
     return Query<Terms...>(*storage_);
 }
 
 template <class... Terms>
 std::size_t World::despawn_all(Query<Terms...>& query) {
+    detail::check_not_parallel(*storage_, "World::despawn_all");
     if (!query) return 0;
     detail::QueryState& state = query.state();
     if (&state.storage() != storage_) [[unlikely]]
@@ -767,6 +771,7 @@ std::size_t World::despawn_all(Query<Terms...>& query) {
 template <class F>
 void World::each(F&& fn) {
     using Q = typename detail::terms_of<detail::callable_args_t<F>>::type;
+    detail::check_not_parallel(*storage_, "World::each");  // it makes a query
     Q q(*storage_);
     q.each(fn);
 }

@@ -337,6 +337,7 @@ ObserverCallback make_relation_callback(std::pmr::memory_resource* mr, F&& fn) {
 
 template <class R, class F>
 Observer observe_relation(Storage& s, Event kind, F&& fn) {
+    check_can_observe(s, kind);
     const RelationType& type = relation_type<R>();
     s.ensure_component(type.data);
     const ObserverCallback cb = make_relation_callback<R>(s.resource(), std::forward<F>(fn));

@@ -103,6 +103,7 @@ std::remove_cvref_t<T>& World::insert_resource(T&& value) {
     using U = std::remove_cvref_t<T>;
     static_assert(std::is_move_constructible_v<U> || std::is_copy_constructible_v<U>,
                   "tessera: a resource must be movable or copyable");
+    detail::check_not_parallel(storage(), "World::insert_resource");
     return detail::emplace_resource<U>(resources(), std::forward<T>(value));
 }
 
@@ -143,6 +144,7 @@ const T* World::try_resource() const noexcept {
 
 template <class T>
 bool World::remove_resource() {
+    detail::check_not_parallel(storage(), "World::remove_resource");
     return resources_ != nullptr && resources_->erase(std::type_index(typeid(T)));
 }
 

@@ -211,7 +211,8 @@ public:
     /// `world.update_events()`. Runs on the schedule's workers (`Schedule(workers)`; by default
     /// oneTBB's default arena); `dt` is passed to `float` parameters.
     /// @throws Error (build errors, missing_resource, system_failed: a system threw, or an
-    /// observer or command threw while a system's commands were applied at a sync point)
+    /// observer or command threw while a system's commands were applied at a sync point),
+    /// Error(invalid_argument) from the workers of a `par_each` on `world` (nothing runs).
     void run(World& world, float dt = 0.0f);
     /// Runs one frame of the systems in group `group` only (`SystemConfig::group`; "" is the
     /// default group, what `run(world, dt)` runs), with everything `run(world, dt)` does: the
@@ -231,7 +232,8 @@ public:
     void run(World& world, tbb::task_arena& arena, float dt, std::string_view group);
     /// Runs one system now (any phase, `manual` included), alone, with its sync point, on the
     /// calling thread (its `par_each` loops on the schedule's workers).
-    /// @throws Error(unknown_system), Error(system_failed)
+    /// @throws Error(unknown_system), Error(system_failed), Error(invalid_argument) from the
+    /// workers of a `par_each` on `world`.
     void run_system(std::string_view name, World& world, float dt = 0.0f);
 
     /// Turns a system on or off (an off system doesn't run and keeps its tick).

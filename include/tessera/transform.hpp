@@ -97,8 +97,9 @@ struct reflect<WorldTransform> {
 ///
 /// Writes fire `on_set<WorldTransform>` observers (through `World::set`) when there are any;
 /// structural changes made by them are applied when the call ends. Meant to run once per frame,
-/// on the world's thread, outside `par_each`; called while the world iterates, the additions
-/// of `WorldTransform` are queued (those entities are written by the next call).
+/// on the world's thread, outside `par_each` (from its workers it throws `invalid_argument`);
+/// called while the world iterates, the additions of `WorldTransform` are queued (those
+/// entities are written by the next call).
 ///
 /// **Complexity.** The hierarchy is cached as a plan (every entity with a `LocalTransform` in
 /// depth-first order, pointing into the table columns), checked by every call: O(E + D) where E
@@ -110,7 +111,8 @@ struct reflect<WorldTransform> {
 /// (re-parenting) first rebuilds the plan: one walk of the hierarchy, about the cost of a full
 /// call.
 ///
-/// @throws Error from the world (an `add` of `WorldTransform`, an observer), std::bad_alloc.
+/// @throws Error from the world (an `add` of `WorldTransform`, an observer), std::bad_alloc,
+/// Error(invalid_argument) from the workers of a `par_each` (before anything changes).
 /// Basic guarantee: after an exception, values already written stay written, and the next call
 /// sees every change since the last complete call.
 std::size_t propagate_transforms(World& world);

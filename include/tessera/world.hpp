@@ -79,8 +79,14 @@ struct ArchetypeInfo {
 /// in order, when the outermost iteration ends: a spawned entity is alive at once but has no
 /// components until then; a despawned one stays alive and readable (`despawn_pending` tells); a
 /// queued change whose entity died before the flush is skipped. Reads and writes of values
-/// (`get`, `set`, `get_mut`) are never deferred. Structural calls from the workers of a
-/// `par_each` throw `invalid_argument` (record them in a `CommandBuffer`).
+/// (`get`, `set`, `get_mut`) are never deferred; a write of a component whose add or remove on
+/// that entity is queued throws `invalid_argument` (it would be lost when the command applies:
+/// write after the flush, or queue the value with `add`, which then wins, being later). Structural
+/// calls, deferral calls
+/// (`defer_begin`, `defer_end`, `flush`) and every other change to what the world shares
+/// (archetypes, registrations, resources, events, observers, the tick) throw `invalid_argument`
+/// from the workers of a `par_each`; docs/threading.md lists what they may call (record
+/// structural changes in a `CommandBuffer`).
 ///
 /// **Threads.** A world belongs to one thread at a time. Distinct worlds are independent.
 ///
@@ -208,16 +214,19 @@ public:
     /// deferral ends (this one's `defer_end`, or a loop's end if one encloses it). Levels nest,
     /// with each other and with loops. Reads and writes of values are never deferred.
     /// `despawn_pending` tells what is queued. O(1).
-    void defer_begin() noexcept;
+    /// @throws Error(invalid_argument) from the workers of a `par_each` (the deferral state is
+    /// the world's thread's; nothing changes then).
+    void defer_begin();
     /// Ends the innermost `defer_begin`; when no other level of deferral is open, applies what
     /// was queued (as a loop's end does: a failing change stays queued with the ones after it,
     /// and its exception propagates). @throws Error(invalid_argument) without an open
-    /// `defer_begin` (nothing changes then).
+    /// `defer_begin`, or from the workers of a `par_each` (nothing changes then).
     void defer_end();
     /// Applies the queued structural changes now, when the world is not deferring: those a
     /// failed flush left queued (a loop's end, `defer_end`). While it defers (a loop runs, a
     /// `defer_begin` is open, a flush is applying) it does nothing and returns false, as
-    /// CozyECS's `flush` does; else true. Throws like `defer_end`'s flush.
+    /// CozyECS's `flush` does; else true. Throws like `defer_end`'s flush, and
+    /// Error(invalid_argument) from the workers of a `par_each`.
     bool flush();
     /// Whether structural changes are queued rather than applied now (a loop runs, a
     /// `defer_begin` is open, or a flush is applying).
@@ -281,12 +290,14 @@ public:
     [[nodiscard]] const T* try_get(Entity e) const noexcept;
 
     /// A reference to `e`'s `T` for writing; marks it changed at the current tick. Valid until
-    /// the next structural change. @throws Error(not_alive), Error(missing_component)
+    /// the next structural change. @throws Error(not_alive), Error(missing_component),
+    /// Error(invalid_argument) while an add or remove of `T` on `e` is queued (deferral).
     template <class T>
     T& get_mut(Entity e);
 
-    /// A pointer to `e`'s `T` for writing, or null when `e` is dead or lacks `T`; when not null,
-    /// marks it changed at the current tick, like `get_mut`. One lookup where `has` plus
+    /// A pointer to `e`'s `T` for writing, or null when `e` is dead or lacks `T`, or while an add
+    /// or remove of `T` on `e` is queued; when not null, marks it changed at the current tick,
+    /// like `get_mut`. One lookup where `has` plus
     /// `get_mut` take two. Valid until the next structural change. O(1).
     template <class T>
     [[nodiscard]] T* try_get_mut(Entity e) noexcept;
@@ -300,25 +311,27 @@ public:
     /// References to several of `e`'s components for writing, in a tuple
     /// (`auto [p, v] = world.get_mut<Position, Velocity>(e);`), each marked changed. Valid
     /// until the next structural change. @throws Error(not_alive), Error(missing_component)
-    /// naming the first missing type, before marking any.
+    /// naming the first missing type, Error(invalid_argument) like `get_mut`, before marking any.
     template <class T0, class T1, class... Ts>
     std::tuple<T0&, T1&, Ts&...> get_mut(Entity e);
 
     /// Overwrites `e`'s existing `T` and marks it changed.
-    /// @throws Error(not_alive), Error(missing_component)
+    /// @throws Error(not_alive), Error(missing_component), Error(invalid_argument) while an add
+    /// or remove of `T` on `e` is queued (the write would be lost when it applies; nothing is
+    /// written), or, for an observed `T`, from the workers of a `par_each`.
     template <class T>
     void set(Entity e, T&& value);
     /// Overwrites several existing components of `e` in one call (moecs's bunch `set`), in
     /// argument order, each marked changed (`on_set` observers fire after each write). Either
     /// all are present or nothing is written. @throws Error(not_alive),
-    /// Error(missing_component) naming the first missing type; what a copy throws (copies are
-    /// made before anything is written).
+    /// Error(missing_component) naming the first missing type, Error(invalid_argument) like the
+    /// one-component `set`; what a copy throws (copies are made before anything is written).
     template <class T0, class T1, class... Ts>
     void set(Entity e, T0&& first, T1&& second, Ts&&... rest);
 
     /// Overwrites `e`'s `T` only when the value differs (`==`), marking it changed then.
     /// Returns whether it wrote. Turns on change tracking for `T`.
-    /// @throws Error(not_alive), Error(missing_component)
+    /// @throws Error(not_alive), Error(missing_component), Error(invalid_argument) like `set`.
     template <class T>
     bool set_if_changed(Entity e, T&& value);
 
@@ -348,7 +361,7 @@ public:
 
     /// Announces that `e`'s `T` was written through `get_mut` (or a query term): fires the
     /// `on_set<T>` observers and marks it changed. @throws Error(not_alive),
-    /// Error(missing_component)
+    /// Error(missing_component), Error(invalid_argument) like `set`.
     template <class T>
     void modified(Entity e);
 
@@ -392,9 +405,10 @@ public:
     /// `e`'s component `id` and marks it changed (firing `on_set` observers). Numbers convert
     /// to the field's type when the value fits, bools go to `boolean` fields only, strings to
     /// `str` (interned) and `std::string` fields. @throws Error(invalid_argument) for an
-    /// unknown field, a wrong value type or a value out of range, or a component without field
-    /// metadata (the message names the entity, component and field), Error(not_alive),
-    /// Error(missing_component), Error(not_registered) for an id no component has.
+    /// unknown field, a wrong value type or a value out of range, a component without field
+    /// metadata (the message names the entity, component and field), or while an add or remove
+    /// of `id` on `e` is queued (like `set`), Error(not_alive), Error(missing_component),
+    /// Error(not_registered) for an id no component has.
     template <class V>
     void set_field(Entity e, ComponentId id, std::string_view field, const V& value);
     /// `set_field` by field index (declaration order; an array or struct field can't be named
@@ -649,7 +663,8 @@ public:
     /// The current tick; starts at 1, at most `max_tick`.
     [[nodiscard]] std::uint64_t tick() const noexcept;
     /// Increments the tick and returns the new value; later writes are stamped with it.
-    /// @throws Error(limit_exceeded) when the tick is `max_tick` (the tick is unchanged).
+    /// @throws Error(limit_exceeded) when the tick is `max_tick` (the tick is unchanged),
+    /// Error(invalid_argument) from the workers of a `par_each`.
     std::uint64_t advance_tick();
     /// Archetypes created so far, the empty one included (archetypes are never destroyed).
     [[nodiscard]] std::size_t archetype_count() const noexcept;
@@ -664,7 +679,7 @@ private:
     std::size_t despawn_tables(std::span<const std::uint32_t> tables);
     ArchetypeInfo archetype_info(std::uint32_t index) const noexcept;
     template <class... Ts>
-    std::uint32_t archetype_index();
+    std::uint32_t archetype_index(const char* op);
     void reserve_table(std::uint32_t index, std::size_t n);
     bool remove_deferred(Entity e, std::span<const ComponentId> ids);
     template <class... Ts>
@@ -679,6 +694,20 @@ private:
     std::uint64_t tick_of(Entity e, bool added, const char* op);
     template <class T>
     T& checked(Entity e, const char* op) const;
+    // The value writes without, and (out of line) with, the check against queued adds and
+    // removes (`Storage::writes_watched`): the common path keeps nothing alive across a call.
+    template <class T>
+    T& get_mut_value(Entity e);
+    template <class T>
+    T& get_mut_watched(Entity e);
+    template <class T>
+    T* try_get_mut_value(Entity e) noexcept;
+    template <class T>
+    T* try_get_mut_watched(Entity e) noexcept;
+    template <class T>
+    void set_value(Entity e, T&& value);
+    template <class T>
+    void set_watched(Entity e, T&& value);
 
     detail::ResourceMap& resources();
     template <class T>
@@ -695,7 +724,8 @@ private:
 class Deferral {
 public:
     /// Opens a level of deferral on `world`, which must outlive the scope.
-    explicit Deferral(World& world) noexcept : world_(&world) { world.defer_begin(); }
+    /// @throws Error(invalid_argument) from the workers of a `par_each`, like `defer_begin`.
+    explicit Deferral(World& world) : world_(&world) { world.defer_begin(); }
     Deferral(const Deferral&) = delete;
     Deferral& operator=(const Deferral&) = delete;
     /// Ends the scope now (`defer_end`); afterwards the destructor does nothing.
@@ -716,6 +746,10 @@ namespace detail {
 void check_despawnable(const Storage& s, const char* op, Entity e);
 /// Throws invalid_argument when a par_each is running (structural calls from its workers).
 void check_not_parallel(const Storage& s, const char* op);
+/// Throws invalid_argument (naming `op`, `e` and the component) when an add or a remove of `id`
+/// on `e` is queued: a value written now would be lost or overwritten when it applies. Call it
+/// when `s.writes_watched()` only (value writes while the world defers).
+void check_write(Storage& s, const char* op, Entity e, ComponentId id);
 /// Throws the right error for a failed lookup of `id` on `e`.
 [[noreturn]] void throw_lookup(const Storage& s, const char* op, Entity e, ComponentId id);
 }  // namespace detail

@@ -36,6 +36,9 @@ struct ObserverCallback {
 /// component `id` (add, remove, set) or for every entity (spawn, despawn). Returns its id: a
 /// new one, or `join` (non-zero) to add this entry to that subscription (one handle then ends
 /// them all).
+/// Throws invalid_argument (naming the subscribing call of `kind`: `World::on_add`, ...) from
+/// the workers of a `par_each`: subscriptions change the world's registry and hooks.
+void check_can_observe(const Storage& s, Event kind);
 std::uint64_t subscribe(Storage& s, Event kind, ComponentId id, ObserverCallback cb,
                         std::uint64_t join = 0);
 /// Subscribes `cb` to `kind` (enter, exit) of the entities matching `spec`.

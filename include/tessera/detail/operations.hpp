@@ -85,9 +85,12 @@ void end_defer_noexcept(Storage& s) noexcept;
 class DeferScope {
 public:
     /// An inactive scope (`active` false) does nothing: a query run by a system in a schedule
-    /// doesn't touch the world's queue, which other workers share.
-    explicit DeferScope(Storage& s, bool active = true) noexcept : s_(active ? &s : nullptr) {
-        if (active) s.begin_defer();
+    /// doesn't touch the world's queue, which other workers share. Nor does a scope opened
+    /// inside a `par_each` (a loop on a worker): that loop already defers the world, and the
+    /// depth is the world's thread's.
+    explicit DeferScope(Storage& s, bool active = true) noexcept
+        : s_(active && !s.parallel() ? &s : nullptr) {
+        if (s_ != nullptr) s.begin_defer();
     }
     DeferScope(const DeferScope&) = delete;
     DeferScope& operator=(const DeferScope&) = delete;

@@ -52,9 +52,12 @@ void parallel_rows(std::size_t total, const Body& body, bool serial = false) {
 /// the world's queue.
 class ParallelScope {
 public:
-    /// An inactive scope (`active` false) does nothing (a system's query: the flag is shared).
-    explicit ParallelScope(Storage& s, bool active = true) noexcept : s_(active ? &s : nullptr) {
-        if (active) s.set_parallel(true);
+    /// An inactive scope (`active` false) does nothing (a system's query: the flag is shared),
+    /// nor does one opened on a worker of a running `par_each` (a nested `par_each`: the outer
+    /// loop clears the flag when it ends).
+    explicit ParallelScope(Storage& s, bool active = true) noexcept
+        : s_(active && !s.parallel() ? &s : nullptr) {
+        if (s_ != nullptr) s.set_parallel(true);
     }
     ParallelScope(const ParallelScope&) = delete;
     ParallelScope& operator=(const ParallelScope&) = delete;

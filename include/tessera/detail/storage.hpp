@@ -10,6 +10,7 @@
 #include <tessera/detail/core.hpp>
 #include <tessera/detail/entity_list.hpp>
 #include <tessera/detail/hooks.hpp>
+#include <tessera/detail/queued_changes.hpp>
 
 #include <atomic>
 #include <memory>
@@ -69,6 +70,26 @@ public:
     void set_user_defers(std::uint32_t n) noexcept { user_defers_ = n; }
     /// Whether a despawn of `e` is queued.
     [[nodiscard]] bool despawn_pending(Entity e) const noexcept;
+
+    // ---- value writes against queued adds and removes (set, get_mut, ... while deferring) ----
+    /// Whether the world queued an add or a remove since its queue was last seen empty: value
+    /// writes then ask `queued_change`. One load; false in a world that never queues them.
+    [[nodiscard]] bool writes_watched() const noexcept { return !queued_changes_.empty(); }
+    /// Room to note `n` adds or removes about to be queued (call before pushing them; forgets
+    /// the notes of an emptied queue first). @throws std::bad_alloc (nothing changes then).
+    void reserve_watch(std::size_t n) {
+        if (deferred_.empty()) queued_changes_.clear();
+        queued_changes_.reserve(n);
+    }
+    /// Notes that the command at queue position `position` (`deferred().mark()` when pushed)
+    /// adds or removes `id` on `e`. Precondition: `reserve_watch`.
+    void watch(Entity e, ComponentId id, std::size_t position) noexcept {
+        queued_changes_.note(e, id, position);
+    }
+    /// The add or remove of `id` on `e` still queued (the last one), or null. O(1) (a scan of
+    /// the queue only after a failed call took back what it queued). Not while a `par_each`
+    /// runs, forgets every note once the queue is empty.
+    const Command* queued_change(Entity e, ComponentId id) noexcept;
     /// Scratch for the entities of a `spawn_many` whose table rows may move before it returns
     /// (observers, deferral): the returned span points here then.
     [[nodiscard]] std::pmr::vector<Entity>& spawned() noexcept { return spawned_; }
@@ -173,6 +194,7 @@ private:
     void refresh_hooked() noexcept { set_hooked(observers_any_ || relations_.object != nullptr); }
 
     CommandQueue deferred_;
+    QueuedChanges queued_changes_;
     std::pmr::vector<Entity> spawned_;
     std::shared_ptr<ObserverRegistry> observers_;
     const Hooks* observer_hooks_ = nullptr;

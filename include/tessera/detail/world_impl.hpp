@@ -81,6 +81,13 @@ void require_all(const Storage& s, Entity e, const char* op) {
         ...);
 }
 
+/// `check_write` for each of `Ts` (before any is written), when writes are watched.
+template <class... Ts>
+void check_writes(Storage& s, Entity e, const char* op) {
+    if (s.writes_watched()) [[unlikely]]
+        (check_write(s, op, e, component_id<Ts>()), ...);
+}
+
 /// `throw_lookup` for `T`, out of line: a loop of lookups keeps neither the id nor anything
 /// else of the error alive in its registers.
 template <class T>
@@ -397,6 +404,7 @@ void World::add_deferred(Entity e, Ts&&... components) {
     const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
     s.check_plain(ids, "World::add");
     s.deferred().reserve(sizeof...(Ts));
+    s.reserve_watch(sizeof...(Ts));  // value writes until the adds apply are refused
     const ComponentInfo* infos[] = {
         &s.ensure_component(component_id<std::remove_cvref_t<Ts>>())...};
     std::byte* slots[sizeof...(Ts)];
@@ -407,6 +415,7 @@ void World::add_deferred(Entity e, Ts&&... components) {
         // parse the latter inside this fold (docs/gpu.md: tessera's headers in .cu files).
         ((std::construct_at(reinterpret_cast<std::remove_cvref_t<Ts>*>(slots[I]),
                             std::forward<Ts>(components)),
+          s.watch(e, ids[I], s.deferred().mark()),
           s.deferred().push_add(e, *infos[I], slots[I], I == 0 ? sizeof...(Ts) : 0)),
          ...);
     }
@@ -418,6 +427,7 @@ Entity World::spawn_permanent(Ts&&... components) {
     // Room for the bit first (the index is the one the spawn will take), so nothing can fail
     // after the entity exists.
     detail::Storage& s = *storage_;
+    detail::check_not_parallel(s, "World::spawn_permanent");  // before the bit's room is taken
     s.reserve_permanent(s.next_index());
     Entity e;
     if constexpr (sizeof...(Ts) == 0)
@@ -454,9 +464,10 @@ void World::add(Entity e) {
 }
 
 template <class... Ts>
-std::uint32_t World::archetype_index() {
+std::uint32_t World::archetype_index(const char* op) {
     static_assert(detail::components_v<Ts...>, TESSERA_COMPONENT_REQUIREMENT);
     static_assert(detail::unique_types_v<Ts...>, "tessera: a component set names a type twice");
+    detail::check_not_parallel(*storage_, op);  // it may make the archetype
     if constexpr (sizeof...(Ts) == 0) {
         return detail::empty_archetype;
     } else {
@@ -467,12 +478,12 @@ std::uint32_t World::archetype_index() {
 
 template <class... Ts>
 ArchetypeInfo World::archetype() {
-    return archetype_info(archetype_index<Ts...>());
+    return archetype_info(archetype_index<Ts...>("World::archetype"));
 }
 
 template <class... Ts>
 void World::reserve(std::size_t n) {
-    reserve_table(archetype_index<Ts...>(), n);
+    reserve_table(archetype_index<Ts...>("World::reserve"), n);
 }
 
 template <class T, class... Args>
@@ -576,6 +587,13 @@ template <class T>
 template <class T>
 [[gnu::always_inline]] inline T& World::get_mut(Entity e) {
     static_assert(!std::is_empty_v<T>, "tessera: tags have no value to write");
+    if (storage_->writes_watched()) [[unlikely]]
+        return get_mut_watched<T>(e);
+    return get_mut_value<T>(e);
+}
+
+template <class T>
+[[gnu::always_inline]] inline T& World::get_mut_value(Entity e) {
     const ComponentId id = component_id<T>();
     const detail::Location loc = storage_->locate(e, id);
     if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::get_mut", e, id);
@@ -584,13 +602,35 @@ template <class T>
 }
 
 template <class T>
+[[gnu::noinline]] T& World::get_mut_watched(Entity e) {
+    // A lookup error first (an add queued for a component `e` lacks is no reason to refuse).
+    if (storage_->has(e, component_id<T>()))
+        detail::check_write(*storage_, "World::get_mut", e, component_id<T>());
+    return get_mut_value<T>(e);
+}
+
+template <class T>
 [[gnu::always_inline]] inline T* World::try_get_mut(Entity e) noexcept {
     static_assert(!std::is_empty_v<T>, "tessera: tags have no value to write");
+    if (storage_->writes_watched()) [[unlikely]]
+        return try_get_mut_watched<T>(e);
+    return try_get_mut_value<T>(e);
+}
+
+template <class T>
+[[gnu::always_inline]] inline T* World::try_get_mut_value(Entity e) noexcept {
     // A type that cannot be registered (type_conflict) is in no table: not there.
     const detail::Location loc = storage_->locate(e, detail::lookup_id<T>());
     if (loc.archetype == nullptr) return nullptr;
     storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
     return detail::column_ptr<T>(*loc.archetype, loc.column, loc.row);
+}
+
+template <class T>
+[[gnu::noinline]] T* World::try_get_mut_watched(Entity e) noexcept {
+    if (storage_->queued_change(e, detail::lookup_id<T>()) != nullptr)
+        return nullptr;  // an add or remove of it is queued: a write would be lost
+    return try_get_mut_value<T>(e);
 }
 
 template <class T>
@@ -601,19 +641,35 @@ void World::set(Entity e, T&& value) {
     if constexpr (!std::is_nothrow_constructible_v<U, T&&>) {
         set(e, U(std::forward<T>(value)));
     } else {
-        const ComponentId id = component_id<U>();
-        const detail::Location loc = storage_->locate(e, id);
-        if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::set", e, id);
-        const bool observed = storage_->hooked(id);
-        if (observed) [[unlikely]]
-            detail::check_not_parallel(*storage_, "World::set");  // observers are not thread-safe
-        U* p = detail::column_ptr<U>(*loc.archetype, loc.column, loc.row);
-        p->~U();
-        ::new (static_cast<void*>(p)) U(std::forward<T>(value));
-        storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
-        if (observed) [[unlikely]]
-            storage_->hooks().set(*storage_, e, id);
+        if (storage_->writes_watched()) [[unlikely]]
+            return set_watched(e, std::forward<T>(value));
+        set_value(e, std::forward<T>(value));
     }
+}
+
+template <class T>
+[[gnu::noinline]] void World::set_watched(Entity e, T&& value) {
+    // A lookup error first (an add queued for a component `e` lacks is no reason to refuse).
+    const ComponentId id = component_id<std::remove_cvref_t<T>>();
+    if (storage_->has(e, id)) detail::check_write(*storage_, "World::set", e, id);
+    set_value(e, std::forward<T>(value));
+}
+
+template <class T>
+[[gnu::always_inline]] inline void World::set_value(Entity e, T&& value) {
+    using U = std::remove_cvref_t<T>;
+    const ComponentId id = component_id<U>();
+    const detail::Location loc = storage_->locate(e, id);
+    if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::set", e, id);
+    const bool observed = storage_->hooked(id);
+    if (observed) [[unlikely]]
+        detail::check_not_parallel(*storage_, "World::set");  // observers are not thread-safe
+    U* p = detail::column_ptr<U>(*loc.archetype, loc.column, loc.row);
+    p->~U();
+    ::new (static_cast<void*>(p)) U(std::forward<T>(value));
+    storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
+    if (observed) [[unlikely]]
+        storage_->hooks().set(*storage_, e, id);
 }
 
 template <class T0, class T1, class... Ts>
@@ -632,6 +688,8 @@ void World::set(Entity e, T0&& first, T1&& second, Ts&&... rest) {
         // Every one present first, so a missing one writes nothing.
         detail::require_all<std::remove_cvref_t<T0>, std::remove_cvref_t<T1>,
                             std::remove_cvref_t<Ts>...>(*storage_, e, "World::set");
+        detail::check_writes<std::remove_cvref_t<T0>, std::remove_cvref_t<T1>,
+                             std::remove_cvref_t<Ts>...>(*storage_, e, "World::set");
         set(e, std::forward<T0>(first));
         set(e, std::forward<T1>(second));
         (set(e, std::forward<Ts>(rest)), ...);
@@ -643,6 +701,7 @@ std::tuple<T0&, T1&, Ts&...> World::get_mut(Entity e) {
     static_assert(!std::is_empty_v<T0> && !std::is_empty_v<T1> && (!std::is_empty_v<Ts> && ...),
                   "tessera: tags have no value to write");
     detail::require_all<T0, T1, Ts...>(*storage_, e, "World::get_mut");
+    detail::check_writes<T0, T1, Ts...>(*storage_, e, "World::get_mut");
     return {get_mut<T0>(e), get_mut<T1>(e), get_mut<Ts>(e)...};
 }
 
@@ -656,6 +715,8 @@ bool World::set_if_changed(Entity e, T&& value) {
     const ComponentId id = component_id<U>();
     const detail::Location loc = storage_->locate(e, id);
     if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::set_if_changed", e, id);
+    if (storage_->writes_watched()) [[unlikely]]
+        detail::check_write(*storage_, "World::set_if_changed", e, id);
     U* p = detail::column_ptr<U>(*loc.archetype, loc.column, loc.row);
     storage_->track(id);  // may allocate; nothing written yet
     if (*p == value) return false;
@@ -702,9 +763,13 @@ void World::modified(Entity e) {
     const ComponentId id = component_id<T>();
     if constexpr (std::is_empty_v<T>) {
         if (!storage_->has(e, id)) detail::throw_lookup(*storage_, "World::modified", e, id);
+        if (storage_->writes_watched()) [[unlikely]]
+            detail::check_write(*storage_, "World::modified", e, id);
     } else {
         const detail::Location loc = storage_->locate(e, id);
         if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::modified", e, id);
+        if (storage_->writes_watched()) [[unlikely]]
+            detail::check_write(*storage_, "World::modified", e, id);
         storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
     }
     if (storage_->hooked(id)) {
@@ -715,6 +780,7 @@ void World::modified(Entity e) {
 
 template <class T>
 ComponentId World::register_component() {
+    detail::check_not_parallel(*storage_, "World::register_component");
     const ComponentId id = component_id<T>();
     storage_->ensure_component(id);
     return id;
