@@ -550,8 +550,11 @@ public:
     std::size_t unrelate(Entity e);
     /// Relates `e` to each of `targets` by `R` in one call (moecs's several-target `relate`),
     /// in order, as `relate` one at a time, each with a copy of `data` (which ends as the
-    /// relation's value). If one fails (`not_alive`, checked for all first; `hierarchy_cycle`),
-    /// the targets this call added are unrelated again before the error propagates.
+    /// relation's value). All or nothing: `not_alive` and `hierarchy_cycle` are checked for
+    /// every target and the memory is reserved before anything changes, so a failure
+    /// (`std::bad_alloc` included) leaves the world as it was, row order included. Observers
+    /// get the events of one `relate` per target, in order, once every target is in place.
+    /// While the world defers, one relate per target is queued (a failure queues none).
     template <class R>
     void relate(Entity e, R&& data, std::span<const Entity> targets);
     /// Removes each of `targets` from `e`'s `R` relation; returns how many were related.
