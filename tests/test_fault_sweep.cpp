@@ -100,6 +100,7 @@ struct Fix {
     std::vector<Entity> many;
     Entity root, kid1, kid2, grand;  // the hierarchy of the related variants
     tessera::ComponentId rt;         // a runtime component
+    tessera::ComponentId named;      // a runtime component with a str field
     std::vector<tessera::Observer> observers;
     std::shared_ptr<void> query;  // keeps the observed query alive
     std::shared_ptr<long> fired = std::make_shared<long>(0);
@@ -110,6 +111,7 @@ struct Fix {
     std::unique_ptr<World> other;  // the target of a load
     World* target = nullptr;       // the world the row's call changes (default: the world)
     std::function<void()> arm;     // arms the fault, for rows that arm late
+    std::function<void()> disarm;  // lifts it early (the harness still sees that it fired)
     std::unique_ptr<tessera::Schedule> schedule;
 };
 
@@ -137,6 +139,10 @@ void setup(World& w, Fix& f, unsigned variant) {
     f.e.push_back(w.spawn(A{9}, B{9, 9}, Label{text(9)}));  // e9
     (void)w.despawn(gone);                                  // a free list
     w.add(f.e[7], f.rt);
+    f.named =
+        w.component("SweepNamed", {{"name", tessera::Field::str}, {"n", tessera::Field::i32}});
+    w.add(f.e[8], f.named);
+    w.set_field(f.e[8], f.named, "name", std::string_view("first"));
     const auto span = w.spawn_many(6, [](std::size_t i, A& a, B& b) {
         a.v = 100 + static_cast<std::int32_t>(i);
         b = B{static_cast<float>(i), 0};
@@ -372,6 +378,9 @@ std::vector<Row> rows() {
     r.push_back(make("changed_tick<B> turns tracking on",
                      [](World& w, Fix& f) { (void)w.changed_tick<B>(f.e[1]); }));
     r.push_back(make("reserve<A, B>(64)", [](World& w, Fix&) { w.reserve<A, B>(64); }));
+    r.push_back(make("set_field(e8, str field) interns a new string", [](World& w, Fix& f) {
+        w.set_field(f.e[8], f.named, "name", std::string_view("a second name, not interned yet"));
+    }));
     // Bulk calls.
     r.push_back(make(
         "despawn(span)",
@@ -547,6 +556,48 @@ std::vector<Row> rows() {
         row.late_arm = true;
         r.push_back(row);
     }
+    {
+        Row row = make(
+            "query loop: relate, unrelate, spawn_many; the loop's end flushes",
+            [](World& w, Fix& f) {
+                bool done = false;
+                w.query<const A&>().each([&](const A&) {
+                    if (done) return;
+                    done = true;
+                    w.relate(f.e[8], Rope{text(830)}, f.e[7]);
+                    (void)w.unrelate<Rope>(f.e[2], f.e[5]);
+                    (void)w.spawn_many(4, [](std::size_t i, A& a, Label& l) {
+                        a.v = 830 + static_cast<std::int32_t>(i);
+                        l.s = text(830 + static_cast<int>(i));
+                    });
+                    f.arm();
+                });
+            },
+            Guarantee::flush);
+        row.late_arm = true;
+        r.push_back(row);
+    }
+    {
+        // The fault covers spawn_many only, not the flush at defer_end.
+        Row row = make("spawn_many(6, A, Label) while the world defers", [](World& w, Fix& f) {
+            w.defer_begin();
+            f.arm();
+            try {
+                (void)w.spawn_many(6, [](std::size_t i, A& a, Label& l) {
+                    a.v = 840 + static_cast<std::int32_t>(i);
+                    l.s = text(840 + static_cast<int>(i));
+                });
+            } catch (...) {
+                f.disarm();
+                w.defer_end();  // nothing may be queued
+                throw;
+            }
+            f.disarm();
+            w.defer_end();
+        });
+        row.late_arm = true;
+        r.push_back(row);
+    }
     // Whole-world copies.
     r.push_back(make("snapshot", [](World& w, Fix& f) { f.snap = w.snapshot(); }));
     r.push_back(make("clone", [](World& w, Fix&) {
@@ -666,6 +717,7 @@ Reference reference(const Row& row, unsigned variant) {
         setup(w, f, variant);
         std::size_t allocations = 0;  // when the fault would be armed
         f.arm = [&] { allocations = res.allocations(); };
+        f.disarm = [] {};
         if (row.prepare) row.prepare(w, f);
         if (row.record) row.record(w, f, 1000);
         if (!row.late_arm) f.arm();
@@ -718,6 +770,7 @@ std::size_t sweep(const Row& row, unsigned variant, Mode mode, const Reference& 
             Fix f;
             setup(w, f, variant);
             f.arm = [&res, k, mode] { res.arm(k, mode); };
+            f.disarm = [&res] { res.disarm(); };
             if (row.prepare) row.prepare(w, f);
             if (row.record) row.record(w, f, 1000);
             World& t = *f.target;
@@ -747,6 +800,8 @@ std::size_t sweep(const Row& row, unsigned variant, Mode mode, const Reference& 
             }
             const bool fired = res.fired();
             res.disarm();
+            f.arm = [] {};  // the retry runs without the fault
+            f.disarm = [] {};
             if (!other_error.empty()) {
                 ADD_FAILURE() << what << ": threw '" << other_error << "' instead of bad_alloc";
                 return faults;
