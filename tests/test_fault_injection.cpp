@@ -406,20 +406,19 @@ std::vector<Step> batch_script() {
                      cb.remove<B, Counted>(c.many3[0]);
                      cb.apply(w);
                  }});
-    s.push_back({"spawn_many(200, A, Counted) whose init spawns, despawns and adds",
-                 [](World& w, Ctx& c) {
-                     const tessera::Entity victim = c.many3[7];
-                     const tessera::Entity grows = c.many3[8];
-                     auto span = w.spawn_many(200, [&](std::size_t i, A& a, Counted& k) {
-                         a.v = static_cast<std::int32_t>(i) + 700;
-                         k.v = static_cast<int>(i) + 700;
-                         if (i % 50 == 0) (void)w.spawn(Label{long_text(static_cast<int>(i))});
-                         if (i == 10) (void)w.despawn(victim);
-                         if (i == 20) w.add(grows, B{2, 0}, Counted{20});
-                     });
-                     c.many3.insert(c.many3.end(), span.begin(), span.end());
-                 },
-                 true});
+    s.push_back(
+        {"spawn_many(200, A, Counted) whose init spawns, despawns and adds", [](World& w, Ctx& c) {
+             const tessera::Entity victim = c.many3[7];
+             const tessera::Entity grows = c.many3[8];
+             auto span = w.spawn_many(200, [&](std::size_t i, A& a, Counted& k) {
+                 a.v = static_cast<std::int32_t>(i) + 700;
+                 k.v = static_cast<int>(i) + 700;
+                 if (i % 50 == 0) (void)w.spawn(Label{long_text(static_cast<int>(i))});
+                 if (i == 10) (void)w.despawn(victim);
+                 if (i == 20) w.add(grows, B{2, 0}, Counted{20});
+             });
+             c.many3.insert(c.many3.end(), span.begin(), span.end());
+         }});  // all or nothing, what init queued included
     s.push_back({"deferred spawn_many(50, A, Label)",
                  [](World& w, Ctx& c) {
                      in_loop(w, [&] {

@@ -124,10 +124,15 @@ public:
     /// their table's rows, or of a scratch list when the world iterates or observes these
     /// components): the span stays valid until the next structural change or `spawn_many`.
     /// `init` may make structural changes: they are deferred and applied, in order, before this
-    /// returns. `init` may take no components (`init(std::size_t)`): empty entities. If `init`
-    /// throws, or an allocation fails before the entities are committed, nothing is spawned,
-    /// what `init` queued is dropped, and the entity index (generations, free list) is as
-    /// before.
+    /// returns. `init` may take no components (`init(std::size_t)`): empty entities. All or
+    /// nothing: if `init` throws, an allocation fails, or applying what `init` queued throws,
+    /// nothing is spawned, nothing `init` queued stays, and the entity index (generations, free
+    /// list) is as before (observers that ran stay run). To be able to put it back, a call
+    /// whose `init` changed the world keeps a copy of the world's state until those changes
+    /// are applied: O(entities + values) more. In a world with a component that can't be
+    /// copied, or with commands still queued from an earlier failed flush, it keeps none: a
+    /// failure while those changes apply then leaves the new entities, with that change and
+    /// the ones after it queued, as at the end of a loop.
     template <class Init>
     std::span<const Entity> spawn_many(std::size_t n, Init&& init);
 
