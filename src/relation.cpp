@@ -103,6 +103,102 @@ void relation_add(Storage& s, const RelationType& type, Entity e, Entity target,
         });
 }
 
+void relate_many(Storage& s, const RelationType& type, Entity e, std::span<const Entity> targets,
+                 std::byte* value) {
+    constexpr const char* op = "World::relate";
+    const EntryCheck entry(s);
+    const ComponentInfo& data_info = component_info(type.data);
+    struct Value {  // destroys the value unless the world took it
+        std::byte* p;
+        const ComponentInfo& info;
+        ~Value() {
+            if (p != nullptr && info.destroy != nullptr) info.destroy(p, 1);
+        }
+    } owned{value, data_info};
+    // Everything that can fail first: the checks, then room for every change.
+    RelationIndex& index = s.relation_index();
+    RelationIndex::Kind& k = index.kind_for(s, type, op);
+    if (type.hierarchy) {
+        // New links all start at `e`: a loop would need a path from a target back to `e` that
+        // is there already, so each target is checked against the hierarchy as it is.
+        for (const Entity t : targets) index.check_cycle(s, k, e, t, op);
+    }
+    const std::uint32_t from = s.record(e)->archetype;
+    const bool had = s.archetype(from).contains(type.targets);
+    EntityList* list = had ? targets_of(s, type.targets, e) : nullptr;
+    // The targets to add, in order, each once.
+    std::pmr::vector<Entity> fresh(s.resource());
+    fresh.reserve(targets.size());
+    for (const Entity t : targets) {
+        if ((list == nullptr || !list->contains(t)) &&
+            std::find(fresh.begin(), fresh.end(), t) == fresh.end()) {
+            fresh.push_back(t);
+        }
+    }
+    std::uint32_t top = 0;
+    for (const Entity t : fresh) top = std::max(top, t.index);
+    if (!fresh.empty()) (void)index.sources_at(k, top);  // the lists stay where they are below
+    for (const Entity t : fresh) {
+        EntityList& back = index.sources_at(k, t.index);
+        back.reserve(back.size() + 1);
+    }
+    std::uint32_t to = from;
+    if (had) {
+        list->reserve(list->size() + fresh.size());
+        // Nothing below throws until the observers.
+        const EntityRecord& r = *s.record(e);
+        put_value(s, {&s.archetype(r.archetype), r.row}, type.data, std::exchange(owned.p, nullptr),
+                  true);
+    } else {
+        index.reserve_log(1);
+        EntityList room(s.resource());  // the new list takes it over: no allocation after the move
+        room.reserve(fresh.size());
+        ComponentId ids[2] = {type.data, type.targets};
+        if (ids[1] < ids[0]) std::swap(ids[0], ids[1]);
+        bool existed[2] = {false, false};
+        const RowSlot slot = s.prepare_add(e, ids, existed, op);
+        // Nothing below throws until the observers.
+        put_value(s, slot, type.data, std::exchange(owned.p, nullptr), false);
+        const std::int32_t c = slot.archetype->slot(type.targets);
+        Column& col = slot.archetype->columns[static_cast<std::uint32_t>(c)];
+        list = type.make_targets(col.data + std::size_t{slot.row} * col.size, s.resource());
+        list->take(room);
+        s.stamp_added(slot, c);
+        index.log(type, e);
+        to = slot.archetype->index;
+    }
+    for (const Entity t : fresh) {
+        list->push_back(t);
+        index.sources_at(k, t.index).push_back(e);
+    }
+    if (had && !fresh.empty()) {
+        const Location loc = s.locate(e, type.targets);
+        s.stamp_changed(*loc.archetype, loc.row, loc.column);
+    }
+    // The events of one relate per target, in order: the first target of a new relation adds
+    // R and Targets<R> (a move); every later one replaces the data (`set`, but for a tag), and
+    // a target not related before is related.
+    change(
+        s, [] {}, [] {},
+        [&] {
+            std::size_t next = 0;  // the next of `fresh` to meet
+            for (std::size_t i = 0; i < targets.size(); ++i) {
+                const Entity t = targets[i];
+                const bool added = next < fresh.size() && fresh[next] == t;
+                if (added) ++next;
+                if (i == 0 && !had) {
+                    ComponentId ids[2] = {type.data, type.targets};
+                    if (ids[1] < ids[0]) std::swap(ids[0], ids[1]);
+                    for (const ComponentId id : ids) deliver(s, Event::add, id, e);
+                    deliver_move(s, e, from, to);
+                } else if (!data_info.is_tag()) {
+                    deliver(s, Event::set, type.data, e);
+                }
+                if (added) deliver_relation(s, Event::relate, type.data, e, t);
+            }
+        });
+}
+
 namespace {
 
 /// Removes targets from `e`'s relation `k`: `some` (targets `e` has, each once; copied by the

@@ -27,76 +27,13 @@
 // ---------------------------------------------------------------------------------------------
 // Global operator new counter, to prove that world operations on trivially copyable components
 // allocate nothing outside the world's resource.
+#include "common/failing_resource.hpp"
 #include "common/global_new_counter.hpp"
 
 namespace {
 
-// ---------------------------------------------------------------------------------------------
 // A memory resource that forwards to new_delete_resource(), counts, and fails on demand.
-class FailingResource final : public std::pmr::memory_resource {
-public:
-    /// The k-th allocation from now (k >= 1) throws std::bad_alloc; later ones succeed.
-    void arm(std::size_t k) {
-        countdown_ = k;
-        armed_ = true;
-        fired_ = false;
-    }
-    void disarm() { armed_ = false; }
-    bool fired() const { return fired_; }
-
-    std::size_t allocations() const { return allocations_; }
-    std::size_t deallocations() const { return deallocations_; }
-    std::size_t bytes_outstanding() const { return bytes_outstanding_; }
-    std::size_t blocks_outstanding() const { return blocks_.size(); }
-    std::size_t bad_deallocations() const { return bad_deallocations_; }
-
-private:
-    void* do_allocate(std::size_t bytes, std::size_t align) override {
-        const tessera::test::Uncounted guard;
-        if (armed_ && --countdown_ == 0) {
-            armed_ = false;
-            fired_ = true;
-            throw std::bad_alloc();
-        }
-        void* p = std::pmr::new_delete_resource()->allocate(bytes, align);
-        ++allocations_;
-        bytes_outstanding_ += bytes;
-        blocks_[p] = Block{bytes, align};
-        return p;
-    }
-
-    void do_deallocate(void* p, std::size_t bytes, std::size_t align) override {
-        const tessera::test::Uncounted guard;
-        auto it = blocks_.find(p);
-        if (it == blocks_.end() || it->second.bytes != bytes || it->second.align != align) {
-            // Unknown pointer, double free, or size/alignment that differ from the allocation.
-            ++bad_deallocations_;
-            ADD_FAILURE() << "bad deallocate(" << p << ", " << bytes << ", " << align << ")";
-            return;
-        }
-        blocks_.erase(it);
-        ++deallocations_;
-        bytes_outstanding_ -= bytes;
-        std::pmr::new_delete_resource()->deallocate(p, bytes, align);
-    }
-
-    bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
-        return this == &other;
-    }
-
-    struct Block {
-        std::size_t bytes;
-        std::size_t align;
-    };
-    std::unordered_map<void*, Block> blocks_;
-    std::size_t allocations_ = 0;
-    std::size_t deallocations_ = 0;
-    std::size_t bytes_outstanding_ = 0;
-    std::size_t bad_deallocations_ = 0;
-    std::size_t countdown_ = 0;
-    bool armed_ = false;
-    bool fired_ = false;
-};
+using FailingResource = tessera::test::FaultResource;
 
 // ---------------------------------------------------------------------------------------------
 // Components.
@@ -472,20 +409,19 @@ std::vector<Step> batch_script() {
                      cb.remove<B, Counted>(c.many3[0]);
                      cb.apply(w);
                  }});
-    s.push_back({"spawn_many(200, A, Counted) whose init spawns, despawns and adds",
-                 [](World& w, Ctx& c) {
-                     const tessera::Entity victim = c.many3[7];
-                     const tessera::Entity grows = c.many3[8];
-                     auto span = w.spawn_many(200, [&](std::size_t i, A& a, Counted& k) {
-                         a.v = static_cast<std::int32_t>(i) + 700;
-                         k.v = static_cast<int>(i) + 700;
-                         if (i % 50 == 0) (void)w.spawn(Label{long_text(static_cast<int>(i))});
-                         if (i == 10) (void)w.despawn(victim);
-                         if (i == 20) w.add(grows, B{2, 0}, Counted{20});
-                     });
-                     c.many3.insert(c.many3.end(), span.begin(), span.end());
-                 },
-                 true});
+    s.push_back(
+        {"spawn_many(200, A, Counted) whose init spawns, despawns and adds", [](World& w, Ctx& c) {
+             const tessera::Entity victim = c.many3[7];
+             const tessera::Entity grows = c.many3[8];
+             auto span = w.spawn_many(200, [&](std::size_t i, A& a, Counted& k) {
+                 a.v = static_cast<std::int32_t>(i) + 700;
+                 k.v = static_cast<int>(i) + 700;
+                 if (i % 50 == 0) (void)w.spawn(Label{long_text(static_cast<int>(i))});
+                 if (i == 10) (void)w.despawn(victim);
+                 if (i == 20) w.add(grows, B{2, 0}, Counted{20});
+             });
+             c.many3.insert(c.many3.end(), span.begin(), span.end());
+         }});  // all or nothing, what init queued included
     s.push_back({"deferred spawn_many(50, A, Label)",
                  [](World& w, Ctx& c) {
                      in_loop(w, [&] {

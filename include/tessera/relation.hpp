@@ -143,6 +143,12 @@ namespace detail {
 // relocates into the world on success; on an exception it is left as it was. These queue the
 // change while the world defers.
 void relate(Storage& s, const RelationType& type, Entity e, Entity target, std::byte* value);
+/// Relates `e` to every one of `targets` (live, checked by the caller; not empty) at once, the
+/// world not deferring: everything that can fail (hierarchy_cycle, bad_alloc) happens before
+/// anything changes, then the observers get the events relating one target at a time gives.
+/// Takes `value` over whatever happens (destroyed when it throws before using it).
+void relate_many(Storage& s, const RelationType& type, Entity e, std::span<const Entity> targets,
+                 std::byte* value);
 bool unrelate(Storage& s, const RelationType& type, Entity e, Entity target);
 std::size_t unrelate_all(Storage& s, const RelationType& type, Entity e);
 /// Unrelates `e` from each of `targets` it has, as one change (strong guarantee); `targets`
@@ -261,23 +267,18 @@ void World::relate(Entity e, R&& data, std::span<const Entity> targets) {
     for (const Entity t : targets) {
         if (!is_alive(t)) detail::throw_not_alive("World::relate", t, id);
     }
-    std::pmr::vector<Entity> added(storage_->resource());
-    added.reserve(targets.size());
-    try {
-        for (const Entity t : targets) {
-            const bool had = related<U>(e, t);
-            relate(e, U(data), t);
-            if (!had) added.push_back(t);
-        }
-    } catch (...) {
-        for (const Entity t : added) {
-            try {
-                (void)unrelate<U>(e, t);
-            } catch (...) {  // an observer of the undo: the first error is the one to report
-            }
-        }
-        throw;
+    if (storage_->deferring()) {
+        // One queued relate per target; a failure takes back what this call queued.
+        detail::QueueGuard guard(*storage_);
+        for (const Entity t : targets) relate(e, U(data), t);
+        guard.release();
+        return;
     }
+    if (targets.empty()) return;
+    const detail::RelationType& type = detail::relation_type<U>();
+    alignas(U) std::byte buffer[sizeof(U)];
+    ::new (static_cast<void*>(buffer)) U(std::forward<R>(data));
+    detail::relate_many(*storage_, type, e, targets, buffer);  // takes the value over
 }
 
 template <class R>

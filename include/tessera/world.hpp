@@ -130,10 +130,15 @@ public:
     /// their table's rows, or of a scratch list when the world iterates or observes these
     /// components): the span stays valid until the next structural change or `spawn_many`.
     /// `init` may make structural changes: they are deferred and applied, in order, before this
-    /// returns. `init` may take no components (`init(std::size_t)`): empty entities. If `init`
-    /// throws, or an allocation fails before the entities are committed, nothing is spawned,
-    /// what `init` queued is dropped, and the entity index (generations, free list) is as
-    /// before.
+    /// returns. `init` may take no components (`init(std::size_t)`): empty entities. All or
+    /// nothing: if `init` throws, an allocation fails, or applying what `init` queued throws,
+    /// nothing is spawned, nothing `init` queued stays, and the entity index (generations, free
+    /// list) is as before (observers that ran stay run). To be able to put it back, a call
+    /// whose `init` changed the world keeps a copy of the world's state until those changes
+    /// are applied: O(entities + values) more. In a world with a component that can't be
+    /// copied, or with commands still queued from an earlier failed flush, it keeps none: a
+    /// failure while those changes apply then leaves the new entities, with that change and
+    /// the ones after it queued, as at the end of a loop.
     template <class Init>
     std::span<const Entity> spawn_many(std::size_t n, Init&& init);
 
@@ -575,8 +580,11 @@ public:
     std::size_t unrelate(Entity e);
     /// Relates `e` to each of `targets` by `R` in one call (moecs's several-target `relate`),
     /// in order, as `relate` one at a time, each with a copy of `data` (which ends as the
-    /// relation's value). If one fails (`not_alive`, checked for all first; `hierarchy_cycle`),
-    /// the targets this call added are unrelated again before the error propagates.
+    /// relation's value). All or nothing: `not_alive` and `hierarchy_cycle` are checked for
+    /// every target and the memory is reserved before anything changes, so a failure
+    /// (`std::bad_alloc` included) leaves the world as it was, row order included. Observers
+    /// get the events of one `relate` per target, in order, once every target is in place.
+    /// While the world defers, one relate per target is queued (a failure queues none).
     template <class R>
     void relate(Entity e, R&& data, std::span<const Entity> targets);
     /// Removes each of `targets` from `e`'s `R` relation as one change (the relation goes when

@@ -74,6 +74,17 @@ public:
         return true;
     }
     void clear() noexcept { size_ = 0; }
+    /// Takes over `other`'s entities and storage (both use the same memory resource), dropping
+    /// this list's; `other` ends empty.
+    void take(EntityList& other) noexcept {
+        if (capacity_ > 1) mr_->deallocate(heap_, capacity_ * sizeof(Entity), alignof(Entity));
+        size_ = std::exchange(other.size_, 0);
+        capacity_ = std::exchange(other.capacity_, 1);
+        if (capacity_ > 1)
+            heap_ = other.heap_;
+        else
+            one_ = other.one_;
+    }
 
 private:
     [[nodiscard]] Entity* data() noexcept { return capacity_ > 1 ? heap_ : &one_; }

@@ -9,8 +9,10 @@
 
 #include <array>
 #include <memory>
+#include <memory_resource>
 #include <new>
 #include <utility>
+#include <vector>
 
 namespace tessera {
 
@@ -62,11 +64,38 @@ public:
     [[nodiscard]] bool queued() const noexcept { return s_->deferred().mark() != queue_; }
     /// Keeps what was queued.
     void release() noexcept { s_ = nullptr; }
+    /// The queue and the entity index when the guard was made.
+    [[nodiscard]] std::size_t queue_mark() const noexcept { return queue_; }
+    [[nodiscard]] Storage::IndexMark index_mark() const noexcept { return index_; }
 
 private:
     Storage* s_;
     std::size_t queue_;
     Storage::IndexMark index_;
+};
+
+/// `spawn_many`'s way back when its `init` changed the world (src/spawn_rollback.cpp): a copy
+/// of the world's state from before the commit, put back if applying those changes fails.
+class SpawnRollback {
+public:
+    SpawnRollback() noexcept = default;
+    SpawnRollback(const SpawnRollback&) = delete;
+    SpawnRollback& operator=(const SpawnRollback&) = delete;
+    ~SpawnRollback();
+    /// Copies `s`'s state (O(entities + values)) and notes the entities `init` spawned (pending,
+    /// queued since `queue_mark`). False, keeping nothing, when commands from before the call
+    /// are queued or a component can't be copied. @throws std::bad_alloc.
+    bool save(Storage& s, std::size_t queue_mark, Storage::IndexMark index_mark);
+    /// Puts the saved state back, drops every queued command and gives the indices of
+    /// `init`'s spawns back as they were. Precondition: `save` returned true.
+    void restore(Storage& s) noexcept;
+    [[nodiscard]] bool active() const noexcept { return copy_ != nullptr; }
+
+private:
+    Storage* copy_ = nullptr;
+    std::pmr::vector<Entity>* pending_ = nullptr;
+    std::pmr::memory_resource* resource_ = nullptr;
+    Storage::IndexMark index_mark_{};
 };
 
 /// Throws the lookup error (naming `op`) for the first of `Ts` that `e` lacks (not_alive when
@@ -214,6 +243,8 @@ void check_spawn_many_init(std::tuple<Index, Ts...>*) noexcept {
 /// all `n` are committed at once, their spawn observers fire, and what was queued is applied.
 /// Until the commit nothing is visible; a failure before it (an exception from `init`,
 /// bad_alloc) destroys the rows and takes back what `init` queued, the entity index included.
+/// When `init` queued changes, a copy of the state is kept until they are applied: a failure
+/// after the commit puts it back (`SpawnRollback`).
 template <class Init, class Index, class... Ts>
 std::span<const Entity> spawn_many_now(Storage& s, std::size_t n, Init& init,
                                        std::tuple<Index, Ts...>*) {
@@ -226,6 +257,7 @@ std::span<const Entity> spawn_many_now(Storage& s, std::size_t n, Init& init,
     const std::uint32_t first = a.size;
     std::size_t constructed = 0;  // rows whose values exist, for rollback
     QueueGuard guard(s);
+    SpawnRollback rollback;
     s.begin_defer();
     bool copy = false;  // return a copy of the entities: rows may move before the return
     try {
@@ -250,6 +282,9 @@ std::span<const Entity> spawn_many_now(Storage& s, std::size_t n, Init& init,
         s.reserve_spawn(a, n);
         copy = guard.queued() || s.hooked(a);
         if (copy) s.spawned().reserve(n);
+        // The state before the call, but for the pending spawns of init (the new rows are not
+        // committed yet): what a failure while init's changes apply puts back.
+        if (guard.queued()) (void)rollback.save(s, guard.queue_mark(), guard.index_mark());
     } catch (...) {
         s.destroy_rows(a, first, constructed);
         (void)s.leave_defer();  // the guard takes back what was queued: nothing to apply
@@ -265,11 +300,25 @@ std::span<const Entity> spawn_many_now(Storage& s, std::size_t n, Init& init,
                 for (const Entity e : out) s.hooks().spawned(s, e);
             }
         } catch (...) {
-            end_defer_noexcept(s);
+            if (!rollback.active()) {
+                end_defer_noexcept(s);
+                throw;
+            }
+            (void)s.leave_defer();
+            rollback.restore(s);
             throw;
         }
     }
-    end_defer(s);
+    if (!rollback.active()) {
+        end_defer(s);
+        return out;
+    }
+    try {
+        end_defer(s);
+    } catch (...) {
+        rollback.restore(s);  // nothing of the call stays: not the entities, not init's changes
+        throw;
+    }
     return out;
 }
 
