@@ -367,7 +367,10 @@ public:
     /// `Schedule(1)` run, the calling thread alone). The result is identical to `each` for
     /// callbacks that write only their own row's components.
     /// Structural changes from the callback are an error (`invalid_argument`): record them in a
-    /// `CommandBuffer` per worker instead. The callback must be safe to call concurrently.
+    /// `CommandBuffer` per worker instead. So are deferral calls and every other change to what
+    /// the workers share (docs/threading.md lists each `World` member); loops of other queries
+    /// may run in the callback (they leave the world's deferral and parallel mode alone). The
+    /// callback must be safe to call concurrently.
     /// Allocates nothing in a steady state beyond what oneTBB's scheduler does.
     template <class F>
     void par_each(F&& fn) {
