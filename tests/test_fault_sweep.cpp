@@ -697,6 +697,7 @@ const char* mode_name(Mode m) {
 
 /// What a run that never failed gives, and for a buffer row, the state after each prefix.
 struct Reference {
+    State before;  // after the setup and the row's preparation (the same in every run)
     State after;
     std::vector<State> prefix;      // buffer rows: the state after the first c calls
     std::vector<std::size_t> left;  // buffer rows: commands still queued then
@@ -716,6 +717,7 @@ Reference reference(const Row& row, unsigned variant) {
         f.disarm = [] {};
         if (row.prepare) row.prepare(w, f);
         if (row.record) row.record(w, f, 1000);
+        ref.before = capture(*f.target, row.extra);
         if (!row.late_arm) f.arm();
         row.op(w, f);
         ref.allocates = res.allocations() != allocations;
@@ -750,7 +752,7 @@ Reference reference(const Row& row, unsigned variant) {
 
 /// The k to try after `k`: every k at first, then fewer where the pattern repeats.
 std::size_t next_k(std::size_t k) {
-    return k < 48 ? k + 1 : k + k / 12;
+    return k < 32 ? k + 1 : k + k / 8;
 }
 
 /// Sweeps `row` on `variant` in `mode`; returns how many faults fired.
@@ -770,7 +772,7 @@ std::size_t sweep(const Row& row, unsigned variant, Mode mode, const Reference& 
             if (row.prepare) row.prepare(w, f);
             if (row.record) row.record(w, f, 1000);
             World& t = *f.target;
-            const State before = capture(t, row.extra);
+            const State& before = ref.before;
             const long counted = Counted::live;
             if (!row.late_arm) f.arm();
             bool threw = false;
