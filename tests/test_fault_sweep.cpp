@@ -30,12 +30,6 @@
 
 namespace {
 
-/// The rows that fail until the lead's fixes of bulk and queued despawns (despawn(span),
-/// despawn_all, unrelate<R>(e, span), queued despawns through CommandBuffer::apply, defer_end
-/// and a loop's end, World::despawn) are merged; flip to run them. Setting the environment
-/// variable TESSERA_SWEEP_ALL runs them too.
-constexpr bool kLeadFixMerged = false;
-
 using tessera::Entity;
 using tessera::World;
 using Mode = tessera::test::FaultResource::Mode;
@@ -114,9 +108,6 @@ struct Fix {
 };
 
 enum Variant : unsigned { kObserved = 1, kRelated = 2 };
-/// Masks of variants, for Row::lead.
-constexpr unsigned kWithRelations = 1u << kRelated | 1u << (kObserved | kRelated);
-constexpr unsigned kAllVariants = 0xFu;
 
 /// A small world: a few tables (one tracked), heap-owning and counted values, a free list, a
 /// runtime component; with observers on add/remove/spawn/despawn and a query observer; with a
@@ -282,9 +273,6 @@ struct Row {
     std::string name;
     std::function<void(World&, Fix&)> op;
     Guarantee guarantee = Guarantee::strong;
-    /// The variants (bit 1 << variant) whose failures wait for the lead's fixes (see
-    /// kLeadFixMerged).
-    unsigned lead = 0;
 
     /// Runs before the state is captured, unarmed (takes a snapshot, makes the target world).
     std::function<void(World&, Fix&)> prepare;
@@ -338,12 +326,11 @@ void buffered_despawn_related(World&, Fix& f, std::size_t limit) {
 }
 
 Row make(std::string name, std::function<void(World&, Fix&)> op,
-         Guarantee guarantee = Guarantee::strong, unsigned lead = 0) {
+         Guarantee guarantee = Guarantee::strong) {
     Row row;
     row.name = std::move(name);
     row.op = std::move(op);
     row.guarantee = guarantee;
-    row.lead = lead;
     return row;
 }
 
@@ -363,9 +350,7 @@ std::vector<Row> rows() {
                      [](World& w, Fix& f) { w.relate(f.e[6], Rope{text(402)}, f.e[7]); }));
     r.push_back(make("unrelate<Rope>(e3, e0)",
                      [](World& w, Fix& f) { (void)w.unrelate<Rope>(f.e[3], f.e[0]); }));
-    r.push_back(make(
-        "despawn(e0)", [](World& w, Fix& f) { EXPECT_TRUE(w.despawn(f.e[0])); }, Guarantee::strong,
-        0));
+    r.push_back(make("despawn(e0)", [](World& w, Fix& f) { EXPECT_TRUE(w.despawn(f.e[0])); }));
     r.push_back(
         make("despawn(e6) no relation", [](World& w, Fix& f) { EXPECT_TRUE(w.despawn(f.e[6])); }));
     r.push_back(make("add(e0, runtime component)", [](World& w, Fix& f) { w.add(f.e[0], f.rt); }));
@@ -386,21 +371,21 @@ std::vector<Row> rows() {
                                              f.e[0], f.many[2], Entity::null()};
             (void)w.despawn(std::span<const Entity>(doomed));
         },
-        Guarantee::strong, kWithRelations));
+        Guarantee::strong));
     r.push_back(make(
         "despawn_all(query<const A&>().without<Label>())",
         [](World& w, Fix&) {
             auto q = w.query<const A&>().without<Label>();
             (void)w.despawn_all(q);
         },
-        Guarantee::strong, kWithRelations));
+        Guarantee::strong));
     r.push_back(make(
         "unrelate<Rope>(e3, span)",
         [](World& w, Fix& f) {
             const std::vector<Entity> t{f.e[0], f.e[5], f.e[1]};
             (void)w.unrelate<Rope>(f.e[3], std::span<const Entity>(t));
         },
-        Guarantee::strong, kWithRelations));
+        Guarantee::strong));
     r.push_back(make(
         "unrelate<ChildOf>(grand, span)",
         [](World& w, Fix& f) {
@@ -408,7 +393,7 @@ std::vector<Row> rows() {
             const std::vector<Entity> t{f.kid2, f.e[0], f.kid1};
             (void)w.unrelate<ChildOf>(g, std::span<const Entity>(t));
         },
-        Guarantee::strong, kWithRelations));
+        Guarantee::strong));
     r.push_back(make("relate(e1, Rope, span) new relation", [](World& w, Fix& f) {
         const std::vector<Entity> t{f.e[5], f.e[6], f.e[7]};
         w.relate(f.e[1], Rope{text(403)}, std::span<const Entity>(t));
@@ -470,18 +455,16 @@ std::vector<Row> rows() {
         r.push_back(row);
     }
     {
-        // Pending the lead's fix in src/operations.cpp: a queued remove of several components
-        // is popped before the remove, which can still fail.
         Row row = make(
             "CommandBuffer::apply: remove several", [](World& w, Fix& f) { (void)f.cb->apply(w); },
-            Guarantee::buffer, kAllVariants);
+            Guarantee::buffer);
         row.record = buffered_remove_several;
         r.push_back(row);
     }
     {
         Row row = make(
             "CommandBuffer::apply: despawns of relation parents and targets",
-            [](World& w, Fix& f) { (void)f.cb->apply(w); }, Guarantee::buffer, kWithRelations);
+            [](World& w, Fix& f) { (void)f.cb->apply(w); }, Guarantee::buffer);
         row.record = buffered_despawn_related;
         r.push_back(row);
     }
@@ -504,7 +487,6 @@ std::vector<Row> rows() {
         r.push_back(row);
     }
     {
-        // Pending the lead's fix in src/operations.cpp (as the CommandBuffer row above).
         Row row = make(
             "defer_begin: remove several; defer_end",
             [](World& w, Fix& f) {
@@ -514,7 +496,7 @@ std::vector<Row> rows() {
                 f.arm();
                 w.defer_end();
             },
-            Guarantee::flush, kAllVariants);
+            Guarantee::flush);
         row.late_arm = true;
         r.push_back(row);
     }
@@ -529,7 +511,7 @@ std::vector<Row> rows() {
                 f.arm();
                 w.defer_end();
             },
-            Guarantee::flush, kWithRelations);
+            Guarantee::flush);
         row.late_arm = true;
         r.push_back(row);
     }
@@ -682,10 +664,6 @@ std::vector<Row> rows() {
 const std::vector<Row>& all_rows() {
     static const std::vector<Row> r = rows();
     return r;
-}
-
-bool run_lead_rows() {
-    return kLeadFixMerged || std::getenv("TESSERA_SWEEP_ALL") != nullptr;
 }
 
 const char* mode_name(Mode m) {
@@ -921,8 +899,6 @@ class FaultSweep : public ::testing::TestWithParam<Param> {};
 TEST_P(FaultSweep, EveryFailureLeavesTheDocumentedStateAndTheRetrySucceeds) {
     const Row& row = all_rows()[GetParam().row];
     const unsigned variant = GetParam().variant;
-    if ((row.lead >> variant & 1u) != 0 && !run_lead_rows())
-        GTEST_SKIP() << "waits for the lead's fixes of bulk and queued despawns (kLeadFixMerged)";
 
     const Reference ref = reference(row, variant);
     std::size_t faults = 0;
