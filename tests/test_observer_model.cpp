@@ -553,7 +553,14 @@ private:
                 }
                 break;
             case Rx::set_b_from_a:
-                if (world_.has<B>(e)) world_.set(e, B{static_cast<int>(value * 2 % 1000)});
+                // Refused (invalid_argument) while an add or remove of B on e is queued.
+                if (world_.has<B>(e)) {
+                    try {
+                        world_.set(e, B{static_cast<int>(value * 2 % 1000)});
+                    } catch (const ts::Error& error) {
+                        if (error.code() != ts::errc::invalid_argument) throw;
+                    }
+                }
                 break;
             case Rx::tag_y_if_b5:
                 if (value % 5 == 0) world_.add(e, TagY{});
@@ -797,6 +804,20 @@ private:
         end();
     }
 
+    /// Whether an add or remove of type `t` on `e` is queued: a value write of it is refused
+    /// then (invalid_argument), since the command would overwrite or drop it.
+    bool change_queued(ts::Entity e, int t) const {
+        return std::any_of(queue_.begin(), queue_.end(), [&](const Cmd& c) {
+            if (c.e != e) return false;
+            if (c.kind == Cmd::add) {
+                return std::any_of(c.comps.begin(), c.comps.end(),
+                                   [&](const auto& comp) { return comp.first == t; });
+            }
+            return c.kind == Cmd::remove &&
+                   std::find(c.types.begin(), c.types.end(), t) != c.types.end();
+        });
+    }
+
     bool despawn_queued(ts::Entity e) const {
         return std::any_of(queue_.begin(), queue_.end(),
                            [&](const Cmd& c) { return c.kind == Cmd::despawn && c.e == e; });
@@ -875,7 +896,7 @@ private:
                 }
                 break;
             case Rx::set_b_from_a:
-                if (m.v[kB] != kAbsent) m_set(e, kB, value * 2 % 1000);
+                if (m.v[kB] != kAbsent && !change_queued(e, kB)) m_set(e, kB, value * 2 % 1000);
                 break;
             case Rx::tag_y_if_b5:
                 if (value % 5 == 0) m_add(e, {{kY, 0}});
@@ -1123,6 +1144,10 @@ private:
             expect_error(ts::errc::missing_component, [&] { world_.set(e, encode<T>(v)); });
             return;
         }
+        if (change_queued(e, static_cast<int>(I))) {
+            expect_error(ts::errc::invalid_argument, [&] { world_.set(e, encode<T>(v)); });
+            return;
+        }
         world_.set(e, encode<T>(v));
         m_set(e, static_cast<int>(I), v);
     }
@@ -1137,6 +1162,11 @@ private:
             return;
         }
         const Val v = chance(50) ? cur : random_value<I>();
+        if (change_queued(e, static_cast<int>(I))) {
+            expect_error(ts::errc::invalid_argument,
+                         [&] { (void)world_.set_if_changed(e, encode<T>(v)); });
+            return;
+        }
         EXPECT_EQ(world_.set_if_changed(e, encode<T>(v)), v != cur);
         if (v != cur) m_set(e, static_cast<int>(I), v);
     }
@@ -1149,6 +1179,11 @@ private:
             return;
         }
         const Val v = random_value<I>();
+        if (change_queued(e, static_cast<int>(I))) {
+            expect_error(ts::errc::invalid_argument, [&] { (void)world_.get_mut<T>(e); });
+            expect_error(ts::errc::invalid_argument, [&] { world_.modified<T>(e); });
+            return;
+        }
         world_.get_mut<T>(e) = encode<T>(v);
         ent(e).v[I] = v;
         EXPECT_TRUE(log_.empty()) << "get_mut fired an observer";
