@@ -553,32 +553,54 @@ bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, con
     return true;
 }
 
-void observed_despawn(Storage& s, std::span<const Entity> es, Commit commit) {
+bool observed_despawn(Storage& s, Entity e) {
+    const EntityRecord* r = s.record(e);
+    if (r == nullptr) return false;
+    const std::uint32_t from = r->archetype;
+    if (s.observers() == nullptr) return s.despawn(e);
+    ObserverRegistry& reg = *s.observers();
+    auto kill = [&]() noexcept { s.despawn(e); };  // no-op once dead
+    observed(
+        s,
+        [&] {
+            reg.deliver(Event::despawn, e);
+            for (const ComponentId id : s.archetype(from).ids) reg.deliver(Event::remove, id, e);
+            reg.deliver_move(Event::exit, e, from, no_index);
+            kill();
+        },
+        kill);
+    return true;
+}
+
+std::size_t observed_despawn(Storage& s, std::span<const Entity> es, Commit commit) {
     commit();
-    ObserverRegistry* reg = s.observers();
-    const auto hooked = [&s](Entity e) { return s.hooked(*s.record(e)); };
-    if (reg == nullptr || std::none_of(es.begin(), es.end(), hooked)) {
-        for (const Entity e : es) s.despawn(e);
-        return;
+    std::size_t n = 0;
+    const auto hooked = [&s](Entity e) {
+        const EntityRecord* r = s.record(e);
+        return r != nullptr && s.hooked(*r);
+    };
+    if (s.observers() == nullptr || std::none_of(es.begin(), es.end(), hooked)) {
+        for (const Entity e : es) n += s.despawn(e) ? 1 : 0;
+        return n;
     }
-    // Callbacks' structural changes are deferred, so each entity is still alive at its turn.
+    // Each entity whole, in order, inside one deferral: callbacks' structural changes apply
+    // when the call ends, so each entity is still alive at its turn. When a callback throws,
+    // the rest still dies, without observers.
     std::size_t next = 0;
     auto run = [&](bool notify) {
         while (next < es.size()) {
-            const Entity e = es[next];
+            const Entity e = es[next++];
             if (notify && hooked(e)) {
-                const std::uint32_t from = s.record(e)->archetype;
-                reg->deliver(Event::despawn, e);
-                for (const ComponentId id : s.archetype(from).ids)
-                    reg->deliver(Event::remove, id, e);
-                reg->deliver_move(Event::exit, e, from, no_index);
+                ++n;
+                (void)observed_despawn(s, e);  // kills e even when a callback throws
+            } else {
+                n += s.despawn(e) ? 1 : 0;
             }
-            ++next;
-            s.despawn(e);
         }
     };
     observed(
         s, [&] { run(true); }, [&]() noexcept { run(false); });
+    return n;
 }
 
 }  // namespace tessera::detail

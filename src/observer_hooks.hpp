@@ -20,8 +20,12 @@ public:
                 Commit commit) const override {
         return observed_remove(s, e, ids, op, commit);
     }
-    void despawn(Storage& s, std::span<const Entity> es, Commit commit) const override {
-        observed_despawn(s, es, commit);
+    std::size_t despawn_many(Storage& s, std::span<const Entity> es, Commit commit) const override {
+        return observed_despawn(s, es, commit);
+    }
+    bool despawn(Storage& s, Entity e) const override {
+        const EntityRecord* r = s.record(e);
+        return r != nullptr && s.hooked(*r) ? observed_despawn(s, e) : s.despawn(e);
     }
     bool apply(Storage&, const Command&, Entity, Entity, Commit) const override {
         TESSERA_ASSERT(false, "ObserverHooks::apply: a relation command without relations");

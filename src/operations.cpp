@@ -71,18 +71,10 @@ bool apply_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const 
     return removed;
 }
 
-bool apply_despawn(Storage& s, Entity e, Commit commit) {
-    if (s.record(e) == nullptr) {
-        commit();
-        return false;
-    }
-    if (s.hooked()) [[unlikely]] {
-        s.hooks().despawn(s, {&e, 1}, commit);
-        return true;
-    }
-    s.despawn(e);
-    commit();
-    return true;
+bool apply_despawn(Storage& s, Entity e) {
+    if (s.hooked()) [[unlikely]]
+        return s.hooks().despawn(s, e);
+    return s.despawn(e);
 }
 
 std::size_t apply_despawns(Storage& s, std::span<const Entity> es) {
@@ -113,8 +105,7 @@ std::size_t apply_despawns(Storage& s, std::span<const Entity> es) {
             live.push_back(e);
         }
     }
-    s.hooks().despawn(s, live, {});
-    return live.size();
+    return s.hooks().despawn_many(s, live, {});
 }
 
 std::size_t queue_despawns(Storage& s, std::span<const Entity> es) {
@@ -258,9 +249,18 @@ Applied apply_front(Storage& s, CommandQueue& q, Entity target, Entity other) {
             apply_place(s, target, ids.span(), values.data(), pop.commit());
             return {n + 1, 0};
         }
-        case Command::Kind::despawn:
+        case Command::Kind::despawn: {
             // Popped once the despawn can no longer fail: a bad_alloc leaves it queued.
-            return apply_despawn(s, target, {&pop_consumed, &q}) ? Applied{1, 0} : Applied{0, 1};
+            const Commit pop{&pop_consumed, &q};
+            bool died = false;
+            if (s.hooked()) {
+                died = s.hooks().despawn_many(s, {&target, 1}, pop) != 0;
+            } else {
+                died = s.despawn(target);
+                pop();
+            }
+            return died ? Applied{1, 0} : Applied{0, 1};
+        }
         case Command::Kind::remove: {
             if (r == nullptr) {
                 drop();

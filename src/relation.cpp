@@ -420,8 +420,11 @@ namespace {
 /// unrelate commands apply here; everything else is the observers' (no-ops without them).
 class RelationHooks final : public ObserverHooks {
 public:
-    void despawn(Storage& s, std::span<const Entity> es, Commit commit) const override {
-        despawn_related(s, es, commit);
+    std::size_t despawn_many(Storage& s, std::span<const Entity> es, Commit commit) const override {
+        return despawn_related(s, es, commit);
+    }
+    bool despawn(Storage& s, Entity e) const override {
+        return despawn_related(s, {&e, 1}, {}) != 0;
     }
     bool apply(Storage& s, const Command& c, Entity target, Entity other,
                Commit pop) const override {

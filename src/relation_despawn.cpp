@@ -7,14 +7,14 @@ namespace tessera::detail {
 // ------------------------------------------------------------------------------ despawn
 //
 // A despawn that touches relations (of one entity or of many: one call either way) is planned
-// first (everything that can fail: the doomed set, the archetypes survivors move to, room for the moves and the log), then carried out one
-// doomed entity at a time, root first and breadth first. Each step: on_despawn, on_unrelate for
-// its own relations, on_remove per component, on_exit, on_unrelate at each entity relating to
-// it (both ends still alive), on_remove for the survivors that lose a whole relation; then the
-// mechanics (the relations pointing at it go, those survivors move, it dies); then the
-// survivors' query on_exit/on_enter.
+// first (everything that can fail: the doomed set, the archetypes survivors move to, room for the
+// moves and the log), then carried out one doomed entity at a time, root first and breadth first.
+// Each step: on_despawn, on_unrelate for its own relations, on_remove per component, on_exit,
+// on_unrelate at each entity relating to it (both ends still alive), on_remove for the survivors
+// that lose a whole relation; then the mechanics (the relations pointing at it go, those survivors
+// move, it dies); then the survivors' query on_exit/on_enter.
 
-void RelationIndex::plan(Storage& s, std::span<const Entity> roots) {
+std::size_t RelationIndex::plan(Storage& s, std::span<const Entity> roots) {
     new_epoch();
     doomed_.clear();
     losses_.clear();
@@ -27,7 +27,10 @@ void RelationIndex::plan(Storage& s, std::span<const Entity> roots) {
     };
     // The doomed: each root not doomed yet, then (ChildOf) every child whose parents are all
     // doomed, breadth first, before the next root: the order of one despawn per root.
+    std::size_t listed = 0;
     for (const Entity root : roots) {
+        if (s.record(root) == nullptr) continue;
+        ++listed;
         if (marked(root)) continue;  // an earlier root's cascade took it
         std::size_t i = doomed_.size();
         doom(root);
@@ -89,6 +92,7 @@ void RelationIndex::plan(Storage& s, std::span<const Entity> roots) {
     }
     for (const Move& m : moves_) s.reserve_rows(s.archetype(m.to), moves_.size());
     reserve_log(losses_.size());
+    return listed;
 }
 
 void RelationIndex::pre(Storage& s, std::size_t step) {
@@ -147,8 +151,8 @@ void RelationIndex::post(Storage& s, std::size_t step) {
     for (const Move& m : moves_at(step)) deliver_move(s, m.source, m.from, m.to);
 }
 
-void RelationIndex::despawn(Storage& s, std::span<const Entity> roots, Commit commit) {
-    plan(s, roots);  // everything that can fail
+std::size_t RelationIndex::despawn(Storage& s, std::span<const Entity> roots, Commit commit) {
+    const std::size_t listed = plan(s, roots);  // everything that can fail
     commit();
     const std::size_t n = doomed_.size();
     std::size_t next = 0;
@@ -167,15 +171,20 @@ void RelationIndex::despawn(Storage& s, std::span<const Entity> roots, Commit co
         observed(
             s, [&] { run(true); }, [&]() noexcept { run(false); });
     }
+    return listed;
 }
 
-void despawn_related(Storage& s, std::span<const Entity> es, Commit commit) {
+std::size_t despawn_related(Storage& s, std::span<const Entity> es, Commit commit) {
     RelationIndex& index = *s.relations();
-    if (std::none_of(es.begin(), es.end(), [&](Entity e) { return index.involved(s, e); })) {
-        observed_despawn(s, es, commit);
-        return;
+    const auto involved = [&](Entity e) { return s.record(e) != nullptr && index.involved(s, e); };
+    if (std::none_of(es.begin(), es.end(), involved)) {
+        if (es.size() == 1) {
+            commit();
+            return observed_despawn(s, es[0]) ? 1 : 0;
+        }
+        return observed_despawn(s, es, commit);
     }
-    index.despawn(s, es, commit);
+    return index.despawn(s, es, commit);
 }
 
 }  // namespace tessera::detail

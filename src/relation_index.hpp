@@ -198,9 +198,10 @@ public:
         return false;
     }
 
-    /// Despawns `roots` (alive, distinct) and their ChildOf cascades as one call: the plan
+    /// Despawns the live `roots` (distinct) and their ChildOf cascades as one call: the plan
     /// first (may throw bad_alloc, nothing changed), then `commit`, then the deaths in order.
-    void despawn(Storage& s, std::span<const Entity> roots, Commit commit);
+    /// Returns how many of `roots` died.
+    std::size_t despawn(Storage& s, std::span<const Entity> roots, Commit commit);
 
     /// Copies `src`'s kinds and reverse lists (not its scratch or its hierarchy log) into this
     /// empty index. May throw bad_alloc.
@@ -234,7 +235,8 @@ private:
         std::uint32_t to;
     };
 
-    void plan(Storage& s, std::span<const Entity> roots);
+    /// Returns how many of `roots` are alive.
+    std::size_t plan(Storage& s, std::span<const Entity> roots);
     void pre(Storage& s, std::size_t step);
     void mechanics(Storage& s, std::size_t step) noexcept;
     void post(Storage& s, std::size_t step);

@@ -166,10 +166,11 @@ std::size_t relation_remove_many(Storage& s, const RelationType& type, Entity e,
 std::size_t relation_clear(Storage& s, const RelationType& type, Entity e, Commit commit);
 /// The relations' hooks (detail/hooks.hpp): queued relate and unrelate commands carry them.
 const Hooks& relation_hooks() noexcept;
-/// Despawns `es` (alive, distinct, not storage the call changes) and, for `ChildOf`, their
-/// children left without a living parent; removes every relation pointing at the despawned
-/// entities. Everything that can fail comes before `commit` and the first change.
-void despawn_related(Storage& s, std::span<const Entity> es, Commit commit);
+/// Despawns the live entities of `es` (distinct, not storage the call changes) and, for
+/// `ChildOf`, their children left without a living parent; removes every relation pointing at
+/// the despawned entities. Everything that can fail comes before `commit` and the first change.
+/// Returns how many of `es` died.
+std::size_t despawn_related(Storage& s, std::span<const Entity> es, Commit commit);
 /// The entities related to `target` by the relation whose data is `data` (empty when none).
 std::span<const Entity> sources(const Storage& s, ComponentId data, Entity target) noexcept;
 /// The hierarchy log (for `propagate_transforms`): once turned on, every entity whose `ChildOf`

@@ -47,13 +47,18 @@ public:
     /// both before `commit` and any change.
     virtual bool remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
                         Commit commit) const = 0;
-    /// Despawns `es` with what happens around it (observers, relations, the ChildOf cascade),
-    /// as one call: everything that can fail (the cascade's plan, room for the moves) happens
-    /// first, then `commit` runs, then the entities die in order, each with its observers.
-    /// Preconditions: `es` are alive and distinct, and are not world storage the despawns
-    /// change (callers copy spans that may alias the world). @throws std::bad_alloc before
-    /// `commit` and any change; an observer's exception after completing the call.
-    virtual void despawn(Storage& s, std::span<const Entity> es, Commit commit) const = 0;
+    /// Despawns the live entities of `es` with what happens around them (observers, relations,
+    /// the ChildOf cascade), as one call: everything that can fail (the cascade's plan, room for
+    /// the moves) happens first, then `commit` runs, then the entities die in order, each with
+    /// its observers. Returns how many of `es` died (dead handles are skipped). Preconditions:
+    /// the handles are distinct and not world storage the despawns change (callers copy spans
+    /// that may alias the world). @throws std::bad_alloc before `commit` and any change; an
+    /// observer's exception after completing the call.
+    virtual std::size_t despawn_many(Storage& s, std::span<const Entity> es,
+                                     Commit commit) const = 0;
+    /// Despawns `e` as `despawn_many` does, the common case (no span, no commit: the world's
+    /// own call, not a queue's). False when `e` is not alive.
+    virtual bool despawn(Storage& s, Entity e) const = 0;
     /// Applies a queued command of a kind only a layer above knows (relate, unrelate, clear) to
     /// `target` (and `other`, a relation's target), calling `pop` once it can no longer fail.
     /// False when it changed nothing (an unrelate of what was not related).

@@ -67,11 +67,14 @@ void refresh_observation(Storage& s) noexcept;
 /// nothing can fail, before the first callback. @throws Error(not_alive) naming `op`.
 bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
                      Commit commit = {});
-/// Despawns `es` (alive, distinct, not storage the despawns change), in order, each with its
-/// observers: on_despawn, on_remove per component (ascending id), query on_exit, then the
-/// entity dies. Nothing here allocates: `commit` runs first. When a callback throws, the
-/// rest of `es` still dies (without observers) and the exception propagates.
-void observed_despawn(Storage& s, std::span<const Entity> es, Commit commit);
+/// Despawns `e`: on_despawn, on_remove per component (ascending id), query on_exit, then the
+/// entity dies (also when a callback throws). False when `e` is not alive.
+bool observed_despawn(Storage& s, Entity e);
+/// Despawns the live entities of `es` (distinct, not storage the despawns change), in order,
+/// each as `observed_despawn(s, e)` does; returns how many died. Nothing here allocates:
+/// `commit` runs first. When a callback throws, the rest of `es` still dies (without
+/// observers) and the exception propagates.
+std::size_t observed_despawn(Storage& s, std::span<const Entity> es, Commit commit);
 
 // Delivery primitives, for changes made of several steps (relations). Each is a no-op when the
 // world has no observer registry; callers wrap them in `observed`.

@@ -49,9 +49,9 @@ void apply_place(Storage& s, Entity e, std::span<const ComponentId> ids, std::by
 bool apply_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
                   Commit commit = {});
 /// Despawns `e` (observers, relations and the ChildOf cascade when present); false when it is
-/// not alive. `commit` runs once nothing can fail (before the observers), also when `e` is
-/// dead. @throws std::bad_alloc before `commit` and any change.
-bool apply_despawn(Storage& s, Entity e, Commit commit = {});
+/// not alive. @throws std::bad_alloc before any change (a queue's despawn takes
+/// `Hooks::despawn_many`, which pops the command once it can no longer fail).
+bool apply_despawn(Storage& s, Entity e);
 /// Despawns the live entities of `es` (dead and repeated handles skipped) and what cascades
 /// from them; returns how many of `es` died. Strong guarantee: when no observer or relation is
 /// concerned, in one pass per table (`Core::despawn_many`); otherwise one call through the
