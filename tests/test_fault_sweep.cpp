@@ -85,6 +85,18 @@ std::string text(int i) {
     return "a text long enough to live on the heap, number " + std::to_string(i);
 }
 
+/// Runs `call` once from inside a query loop over A, so that its structural changes are
+/// queued and applied when the loop ends.
+template <class F>
+void once_in_loop(World& w, F&& call) {
+    bool done = false;
+    w.query<const A&>().each([&](const A&) {
+        if (done) return;
+        done = true;
+        call();
+    });
+}
+
 // ---------------------------------------------------------------------------------------------
 // The world a row starts from, and what its call needs.
 struct Fix {
@@ -519,10 +531,7 @@ std::vector<Row> rows() {
         Row row = make(
             "query loop: spawn, add, remove, despawn; the loop's end flushes",
             [](World& w, Fix& f) {
-                bool done = false;
-                w.query<const A&>().each([&](const A&) {
-                    if (done) return;
-                    done = true;
+                once_in_loop(w, [&] {
                     (void)w.spawn(A{820}, Counted{820});
                     w.add(f.e[1], Label{text(821)});
                     (void)w.remove<A>(f.e[4]);
@@ -538,10 +547,7 @@ std::vector<Row> rows() {
         Row row = make(
             "query loop: relate, unrelate, spawn_many; the loop's end flushes",
             [](World& w, Fix& f) {
-                bool done = false;
-                w.query<const A&>().each([&](const A&) {
-                    if (done) return;
-                    done = true;
+                once_in_loop(w, [&] {
                     w.relate(f.e[8], Rope{text(830)}, f.e[7]);
                     (void)w.unrelate<Rope>(f.e[2], f.e[5]);
                     (void)w.spawn_many(4, [](std::size_t i, A& a, Label& l) {
