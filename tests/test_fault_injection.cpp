@@ -514,8 +514,7 @@ std::vector<Step> relation_batch_script(bool observed) {
                      EXPECT_EQ(w.despawn(w.sources<Rope>(c.e[7])), 3u);
                      EXPECT_TRUE(w.sources<Rope>(c.e[7]).empty());
                  }});
-    s.push_back({"despawn_all(query<const Late&>()): 4 match, 2 more cascade",
-                 [](World& w, Ctx&) {
+    s.push_back({"despawn_all(query<const Late&>()): 4 match, 2 more cascade", [](World& w, Ctx&) {
                      auto q = w.query<const Late&>();
                      EXPECT_EQ(w.despawn_all(q), 4u);
                      EXPECT_EQ(q.count(), 0u);
