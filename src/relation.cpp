@@ -283,6 +283,8 @@ std::size_t relation_clear(Storage& s, const RelationType& type, Entity e, Commi
     return unlink(s, *s.relations(), *k, e, nullptr, commit);
 }
 
+namespace {
+/// Removes each of `targets` that `e` has from its relation, as one change (`unlink`).
 std::size_t relation_remove_many(Storage& s, const RelationType& type, Entity e,
                                  std::span<const Entity> targets) {
     if (s.record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
@@ -300,6 +302,7 @@ std::size_t relation_remove_many(Storage& s, const RelationType& type, Entity e,
     const std::span<const Entity> some(gone);
     return unlink(s, *s.relations(), *k, e, &some, {});
 }
+}  // namespace
 
 // ------------------------------------------------------------- the deferring entry points
 

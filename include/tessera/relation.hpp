@@ -161,8 +161,6 @@ std::size_t unrelate_many(Storage& s, const RelationType& type, Entity e,
 void relation_add(Storage& s, const RelationType& type, Entity e, Entity target, std::byte* value,
                   Commit commit);
 bool relation_remove(Storage& s, const RelationType& type, Entity e, Entity target, Commit commit);
-std::size_t relation_remove_many(Storage& s, const RelationType& type, Entity e,
-                                 std::span<const Entity> targets);
 std::size_t relation_clear(Storage& s, const RelationType& type, Entity e, Commit commit);
 /// The relations' hooks (detail/hooks.hpp): queued relate and unrelate commands carry them.
 const Hooks& relation_hooks() noexcept;
