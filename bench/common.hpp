@@ -1,5 +1,5 @@
-// Shared pieces of the tessera benchmark suite (see /work/shared/BENCHMARKS.md for the exact
-// scenario definitions): components, constants, the aligned allocator used by the raw
+// Shared pieces of the tessera benchmark suite (docs/benchmarks.md, "How the figures are
+// made", defines each scenario): components, constants, the aligned allocator used by the raw
 // baselines, and small helpers for timing and RSS.
 #pragma once
 
@@ -74,7 +74,7 @@ inline constexpr unsigned kSeed = 42;
 /// Iterations of the setup-heavy scenarios (one fresh world each).
 inline constexpr benchmark::IterationCount kSetupIterations = 5;
 /// Column alignment policy of the library: the raw baselines allocate the same way, since array
-/// placement alone can change a simple loop's speed several times (MEASURING.md).
+/// placement alone can change a simple loop's speed several times (docs/benchmarks.md).
 inline constexpr std::size_t kColumnAlignment = 64;
 
 /// std::allocator replacement aligning every block to kColumnAlignment.

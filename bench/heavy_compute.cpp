@@ -11,7 +11,7 @@
 // first against the rotation computed directly.
 //
 // `heavy_compute/tessera_par` is the same query through `par_each` on oneTBB's default arena
-// (2 workers here); BENCHMARKS.md judges it by its speedup over `tessera` in the same run.
+// (2 workers here); docs/benchmarks.md judges it by its speedup over `tessera` in the same run.
 #include "common.hpp"
 #include "matrix.hpp"
 

@@ -14,7 +14,7 @@
 
 namespace {
 
-/// Whether address space layout randomisation is on for this process (MEASURING.md: run with
+/// Whether address space layout randomisation is on for this process (docs/benchmarks.md: run with
 /// `setarch -R`, since array placement changes simple loops several times).
 const char* aslr_state() {
     const int persona = personality(0xffffffff);
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     // --tessera-heap=warm: glibc keeps freed memory (no trimming, no mmap for big blocks), so
     // every setup-heavy iteration after the first reuses pages already faulted in. This shows
     // the code's own cost apart from the first-touch page faults, which dominate creation on
-    // fresh memory in this VM (MEASURING.md). The default is glibc's default heap.
+    // fresh memory in this VM (docs/benchmarks.md). The default is glibc's default heap.
     // --tessera-n=<count>: a size sweep; every scenario that scales (entity_count in
     // common.hpp) uses <count> entities instead of its standard size, under the same names.
     const char* heap = "default glibc";

@@ -9,7 +9,7 @@
 // inline on the calling thread); `tessera_par` = the same on a `tbb::task_arena(2)` with the
 // schedule's default, automatic choice between inline and parallel phases (from measured
 // phase times: docs/systems.md), judged by its speedup over `tessera` in the same run
-// (BENCHMARKS.md); `tessera_par_always` = the same with the threshold at zero, so the phase
+// (docs/benchmarks.md); `tessera_par_always` = the same with the threshold at zero, so the phase
 // always runs on both workers (what the parallel path gives, without the occasional inline
 // run the automatic choice makes to keep measuring). Raw baseline: the same three swap loops
 // over plain arrays, one table of arrays per entity set, single-threaded.

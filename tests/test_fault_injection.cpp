@@ -1,7 +1,7 @@
 // Fault injection: every allocation a World operation makes is failed in turn, and the
 // operation must then throw std::bad_alloc and leave the world exactly as it was (the strong
-// exception guarantee of DESIGN.md, "Principles" 5). Afterwards the same operation must succeed
-// and give the same world as a run that never failed. All world storage, metadata included,
+// exception guarantee of docs/design.md, "Principles" 5). Afterwards the same operation must
+// succeed and give the same world as a run that never failed. All world storage, metadata included,
 // comes from the world's memory resource, so destroying the world returns every byte.
 #include <tessera/serialize.hpp>
 #include <tessera/tessera.hpp>

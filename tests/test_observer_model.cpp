@@ -6,7 +6,7 @@
 // changes made inside a `Query::each`, is applied to a tessera::World and to a plain reference
 // model (a map from entity to one optional value per type). Every observer callback appends a
 // record {observer, entity, value seen, snapshot of the entity} to a log; the model computes
-// the log the contract (observer.hpp, DESIGN.md "Observers, events, resources") prescribes:
+// the log the contract (observer.hpp, docs/observers-and-events.md) prescribes:
 //
 //  - one add call: on_add for the new components (ascending ComponentId), on_set for the
 //    replaced ones (ascending id), then query on_exit, then on_enter;

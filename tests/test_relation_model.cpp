@@ -1,4 +1,4 @@
-// Model-based randomized test of relations (relation.hpp, DESIGN.md "Relations and transforms").
+// Model-based randomized test of relations (relation.hpp, docs/relations.md).
 //
 // A random sequence of relation calls (relate / unrelate / unrelate-all of the hierarchy relation
 // ts::ChildOf and of a data-carrying relation Joint, despawns with their ChildOf cascade,

@@ -1,5 +1,5 @@
-// Randomized round trips of whole worlds (serialize.hpp; DESIGN.md "Runtime components,
-// reflection, serialization").
+// Randomized round trips of whole worlds (serialize.hpp; docs/snapshots.md and
+// docs/runtime-components.md).
 //
 // For each of 50 seeds a world of random shape is built by a random sequence of operations:
 // spawns with random subsets of reflected C++ components (a std::string field, a nested

@@ -1,7 +1,7 @@
-// Calls that change several components at once, and spawn_many (world.hpp; DESIGN.md "Layers"):
-// one archetype move whether immediate, deferred or buffered, no intermediate archetype, all
-// or nothing; spawn_many's init may change the world, and a failed spawn_many leaves the
-// entity index as it was.
+// Calls that change several components at once, and spawn_many (world.hpp; docs/design.md,
+// "Layers"): one archetype move whether immediate, deferred or buffered, no intermediate archetype,
+// all or nothing; spawn_many's init may change the world, and a failed spawn_many leaves the entity
+// index as it was.
 #include <tessera/relation.hpp>
 #include <tessera/tessera.hpp>
 

@@ -63,7 +63,7 @@ TARGETS: dict[str, float] = {
 }
 
 # Ratio targets: at most this many times the `raw` median of the same run (ratios are what
-# MEASURING.md says to quote for loops whose absolute time depends on array placement). Keyed
+# the generated page says to quote for loops whose absolute time depends on array placement). Keyed
 # like TARGETS. heavy_compute has no single-thread target.
 RATIO_TARGETS: dict[str, float] = {
     "iter_simple/tessera": 1.05,
@@ -122,6 +122,66 @@ NO_TARGET: set[str] = {
 
 # Scenario families: one table and one plot (docs/bench/<file>.svg) each, in this order;
 # scenarios not listed go to "Other scenarios" (table only). Memory comes last.
+# The end of the generated page: what each scenario does and how to get figures worth quoting.
+# Written here, not elsewhere, so the page stands alone.
+METHOD = """## How the figures are made
+
+### The scenarios
+
+One binary, `build/release/bench/tessera_bench` (`make bench` builds and runs it), one file per
+scenario in `bench/`. Each benchmark is named `<scenario>/<variant>`: `raw` is a hand-written loop
+over `std::vector`s doing the same work, `tessera` the library's default path, other variants
+(`tessera_par`, `tessera_span`, ...) other paths. One item is one entity (or one add+remove pair,
+one system run); the time per item comes from Google Benchmark's `items_per_second`, so the
+variants of a scenario compare directly.
+
+Components: `Position{float x, y}`, `Velocity{float dx, dy}`, `Data{float v}`, `A{float v}`,
+`B{float v}`, `Transform{float m[16]}`, `Rotation{float x, y, z}`. N = 1,000,000 unless the table
+says otherwise; dt = 1/60; shuffles use `std::mt19937(42)`. `create`, `create_batch` and
+`destroy` time one fresh world per iteration by hand (5 iterations; building and destroying the
+world itself is not timed); the rest run in real time over a world built once. Every scenario
+checks its result once (moved positions, counts, no `B` left) and reports an error instead of a
+figure when the check fails.
+
+| scenario | tessera | raw baseline |
+|---|---|---|
+| `create` | fresh world; N spawns one at a time, each with Position{i, 0} and Velocity{1, 1} | two vectors, `push_back`, no `reserve` |
+| `create_batch` | fresh world; `spawn_many(N, init)` with the same values | two vectors, `assign(N, value)` |
+| `destroy` | N such entities; despawn each in creation order (`tessera_span`: one `despawn(span)`; `tessera_query`: `despawn_all`) | `pop_back` one at a time (a floor) |
+| `iter_simple` | N entities with Position and Velocity; `p += v * dt` | the same loop over two vectors aligned like the library's columns |
+| `iter_frag` | 26 archetypes (`Data0`..`Data25`, one each) x 20 entities, all with Data; `v *= 2` | 26 vectors of 20 |
+| `add_remove` | 10,000 entities with A; add `B{0}` to each, then remove it; item = one pair | a presence flag per entity (a floor) |
+| `add_one`, `remove_add` | 10,000 entities with five components given a sixth; with A, B, C stripped of B and given it back | a presence flag (a floor) |
+| `get_seq` | N entities with Position; sum `get<Position>(e).x` over the handles in creation order | `pos[idx[i]].x`, `idx` = 0..N-1 |
+| `get_random` | the same over the handles shuffled | the same with `idx` shuffled |
+| `heavy_compute` | 1,000 entities with Transform, Position, Rotation, Velocity; invert the matrix 100 times (one shared non-inlined Gauss-Jordan), transform the position; `tessera_par` = `par_each` on 2 workers | four vectors |
+| `schedule` | 5 systems over 10,000 entities each of (A,B), (A,B,C), (A,B,C,D), (A,B,C,E) swapping values; `tessera_par` on 2 workers | none: the two variants' ratio is the figure |
+| `frame_overhead` | 20 empty systems in one phase; item = one system run | 20 calls through `std::function` (a floor) |
+| `game_frame` | a 7-system game update (movement, damage, render, ...) over N entities of six kinds; `game_frame_256` and `game_frame_1` at 256 and one entity | the same bodies over one table of arrays per kind |
+| `propagate` | `propagate_transforms` over a forest of 100,000 entities (8 roots, 4 children a node) after every local transform changed (`tessera_1pct`: 1% of them) | `world[i] = world[parent[i]] * local[i]` over arrays in topological order |
+| `clone`, `snapshot_binary` | N entities with Pos and Vel, every 100th with a heap-owning string: `clone()` (and `snapshot`, `restore`); `save` then `load` | the same bytes as plain arrays, copied (or written to one buffer and read back) |
+| memory | RSS growth (`/proc/self/statm`) per entity after creating N with Position and Velocity | two vectors |
+
+### Measuring on a shared machine
+
+- Quote ratios: the `tessera` median over the `raw` median of the same run, with the raw figure
+  beside it. Absolute times drift 10-30% between runs and machines.
+- Run with address space randomisation off (`setarch -R`, as `make bench` does): where two large
+  arrays land can change a simple loop's speed several times over, baseline included. Allocate a
+  baseline's arrays with the library's column alignment, and repeat in several processes when a
+  figure looks bimodal.
+- Creation is dominated by page faults on fresh memory: say which heap a creation figure is for
+  (`--tessera-heap=warm` is the second run above). Huge pages for large columns roughly halve
+  `create`.
+- For a change too small for the noise, count instructions: `valgrind --tool=callgrind` gives the
+  same count on every run. For a hot loop, read the assembly (`objdump -d`): vector instructions,
+  and no call, guard or reload of a column pointer inside the loop. Keep throw paths in
+  `[[gnu::cold]]` non-inlined functions so the fast path keeps its registers.
+- Parallel variants are judged by their speedup over one worker in the same run, on an otherwise
+  idle machine (these VMs have two cores).
+- Benchmarks are not tests: no timing assertion goes into `make test`.
+"""
+
 GROUPS: list[tuple[str, str, list[str]]] = [
     ("Creation and destruction", "creation", ["create", "create_batch", "destroy"]),
     ("Structural changes", "structural", ["add_remove", "add_one", "remove_add"]),
@@ -335,7 +395,8 @@ def render(data: dict, source: str, extras: dict[str, list[str]] | None = None,
         "# Benchmarks",
         "",
         f"Generated by `make bench` from `{source}` by `tools/bench_report.py`; do not edit by "
-        "hand. Scenario definitions: BENCHMARKS.md; reading the figures: MEASURING.md. Quote "
+        "hand. What each scenario does and how to read the figures: \"How the figures are made\" at "
+        "the end of this page. Quote "
         "ratios to the `raw` baseline of the same run: absolute times drift 10-30% between runs "
         "and machines.",
         "",
@@ -357,7 +418,7 @@ def render(data: dict, source: str, extras: dict[str, list[str]] | None = None,
     if "heap" in ctx:
         lines.append(f"- heap: {ctx['heap']}")
     if "aslr" in ctx:
-        lines.append(f"- ASLR: {ctx['aslr']} (MEASURING.md: run under `setarch -R`)")
+        lines.append(f"- ASLR: {ctx['aslr']} (run under `setarch -R`: see the end of this page)")
     lines += [
         f"- figures: {stat}; time per item = 1e9 / items_per_second. Setup-heavy scenarios "
         "(create, create_batch, destroy) time the work on one fresh world per iteration, "
@@ -366,8 +427,7 @@ def render(data: dict, source: str, extras: dict[str, list[str]] | None = None,
         "freshly started process (default glibc heap) creating the entities one at a time.",
         "- the raw baselines of `destroy` (pop_back), `add_remove`, `add_one` and `remove_add` "
         "(a presence flag) and `frame_overhead` (20 calls through std::function) are floors, "
-        "not equivalents "
-        "(BENCHMARKS.md): their ratios are large by construction; judge those scenarios by the "
+        "not equivalents: their ratios are large by construction; judge those scenarios by the "
         "target.",
         "",
     ]
@@ -665,6 +725,7 @@ def main(argv: list[str]) -> int:
     text = render(data, display_path(args.results), extras, note)
     if warm is not None:
         text = text.rstrip() + "\n\n" + warm_section(warm, display_path(args.warm))
+    text = text.rstrip() + "\n\n" + METHOD
     dst.parent.mkdir(parents=True, exist_ok=True)
     dst.write_text(text)
     print(f"bench_report: wrote {dst}" + (f" and the plots in {plot_dir}" if plot_dir else ""))

@@ -1,5 +1,5 @@
 /// @file dynamic.hpp
-/// Runtime components (CozyECS): components defined at run time from a schema of typed fields,
+/// Runtime components: components defined at run time from a schema of typed fields,
 /// read and written by field name or index, and queries built from component ids.
 ///
 /// @code

@@ -22,8 +22,8 @@
 
 namespace tessera {
 
-/// The type of one field. The first ten are the runtime schema types (CozyECS's tokens; `boolean`
-/// because `bool` is a keyword); the rest appear in reflected C++ structs only.
+/// The type of one field. The first ten are the runtime schema types (the schema's tokens;
+/// `boolean` because `bool` is a keyword); the rest appear in reflected C++ structs only.
 enum class Field : std::uint8_t {
     f32,      ///< float
     f64,      ///< double

@@ -1,5 +1,5 @@
 /// @file relation.hpp
-/// Relations between entities (moecs): `world.relate(e, R{data}, target)`, the built-in
+/// Relations between entities: `world.relate(e, R{data}, target)`, the built-in
 /// hierarchy relation `ChildOf`, reverse lookup, cascading despawn and relation observers.
 ///
 /// **Model.** A relation type `R` is any component type. An entity has at most one `R` relation:
@@ -7,8 +7,8 @@
 /// entity carries the data as its component `R` (a tag when `R` is empty) and the targets as the
 /// component `Targets<R>`, so `with<R>()`, `without<R>()` and the query terms `const R&` and
 /// `const Targets<R>&` work like any component's. Relating to a further target replaces the data
-/// (moecs); the first relate adds both components and the last unrelate removes them, one
-/// archetype move each. `R` and `Targets<R>` are kept by these calls only: in a world where `R`
+/// (one `R` per source); the first relate adds both components and the last unrelate removes them,
+/// one archetype move each. `R` and `Targets<R>` are kept by these calls only: in a world where `R`
 /// is related, `add`, `remove` and `spawn` of `R` or `Targets<R>` throw `invalid_argument`, and
 /// a type already used as a plain component can't become a relation (`invalid_argument`).
 ///

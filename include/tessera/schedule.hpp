@@ -130,12 +130,12 @@ public:
     SystemConfig& before(std::string_view name);
     /// Runs after the system named `name` (in the same or an earlier phase).
     SystemConfig& after(std::string_view name);
-    /// Puts the system in the group named `name` (CozyECS's groups); "" is the default group,
+    /// Puts the system in the group named `name`; "" is the default group,
     /// the one `run(world, dt)` runs. `run(world, dt, name)` runs only the group's systems,
     /// phases and ordering still applying (see `Schedule::run`).
     SystemConfig& group(std::string_view name);
     /// Declares (trusted) access: read / write `Ts`. A system taking `World&` with declared
-    /// access is no longer exclusive (cinder's declared systems): it runs in parallel with
+    /// access is no longer exclusive: it runs in parallel with
     /// every system it doesn't conflict with, declared `World&` ones included. While it runs,
     /// the world's tick reads as the system's own on its thread (its writes are stamped with
     /// it) and its queries neither defer the world nor advance its tick; it must touch nothing

@@ -29,7 +29,7 @@
 namespace tessera {
 
 /// What a system may return instead of `void`: success (the default), or a failure with a
-/// message (pragma_ecs's `Result`). A failed status is reported exactly like an exception thrown
+/// message. A failed status is reported exactly like an exception thrown
 /// by the system: `Schedule::run` (or `run_system`) throws `Error(system_failed)` naming the
 /// system, with `Error(code, message)` nested; the system's commands and events are dropped and
 /// the systems that depend on it are skipped that frame. A system returning anything other than

@@ -1,5 +1,5 @@
 /// @file transform.hpp
-/// Hierarchical transforms (cinder/ecs): `LocalTransform`, `WorldTransform` and
+/// Hierarchical transforms: `LocalTransform`, `WorldTransform` and
 /// `propagate_transforms`, which computes every world matrix from the `ChildOf` hierarchy.
 ///
 /// **Rules.** For every entity with a `LocalTransform`, `WorldTransform = parent world * local`,

@@ -31,7 +31,7 @@ struct ComponentOptions;
 class DynamicQuery;
 class Snapshot;
 
-/// Entity lifetimes (moecs): a permanent entity lives as long as the world.
+/// Entity lifetimes: a permanent entity lives as long as the world.
 enum class Lifetime : std::uint8_t {
     any,        ///< every entity
     dynamic,    ///< entities made with `spawn`
@@ -200,7 +200,7 @@ public:
     /// while the world defers (it has no table until the flush).
     [[nodiscard]] ArchetypeInfo archetype_of(Entity e) const;
     /// The archetype of exactly the components `Ts` (order and tags as given; created, empty,
-    /// if none exists yet, as CozyECS's `world.archetype(...)`). O(Ts) once cached.
+    /// if none exists yet). O(Ts) once cached.
     /// @throws std::bad_alloc when it must be created (nothing changes then).
     template <class... Ts>
     ArchetypeInfo archetype();
@@ -229,8 +229,8 @@ public:
     void defer_end();
     /// Applies the queued structural changes now, when the world is not deferring: those a
     /// failed flush left queued (a loop's end, `defer_end`). While it defers (a loop runs, a
-    /// `defer_begin` is open, a flush is applying) it does nothing and returns false, as
-    /// CozyECS's `flush` does; else true. Throws like `defer_end`'s flush, and
+    /// `defer_begin` is open, a flush is applying) it does nothing and returns false;
+    /// else true. Throws like `defer_end`'s flush, and
     /// Error(invalid_argument) from the workers of a `par_each`.
     bool flush();
     /// Whether structural changes are queued rather than applied now (a loop runs, a
@@ -326,7 +326,7 @@ public:
     /// written), or, for an observed `T`, from the workers of a `par_each`.
     template <class T>
     void set(Entity e, T&& value);
-    /// Overwrites several existing components of `e` in one call (moecs's bunch `set`), in
+    /// Overwrites several existing components of `e` in one call, in
     /// argument order, each marked changed (`on_set` observers fire after each write). Either
     /// all are present or nothing is written. @throws Error(not_alive),
     /// Error(missing_component) naming the first missing type, Error(invalid_argument) like the
@@ -537,7 +537,7 @@ public:
     /// `set_if_changed` when it wrote, and `modified<T>`.
     template <class T, class F>
     [[nodiscard]] Observer on_set(F&& fn);
-    /// One subscription to several component types (moecs's `observe` with a list): `fn` (a
+    /// One subscription to several component types: `fn` (a
     /// copy per type) runs as `on_add` of each; it takes `(World&, Entity)` or a generic
     /// `(World&, Entity, auto&)`. The handle ends them all.
     template <class T0, class T1, class... Ts, class F>
@@ -578,7 +578,7 @@ public:
     /// @throws Error(not_alive) for a dead `e`.
     template <class R>
     std::size_t unrelate(Entity e);
-    /// Relates `e` to each of `targets` by `R` in one call (moecs's several-target `relate`),
+    /// Relates `e` to each of `targets` by `R` in one call,
     /// in order, as `relate` one at a time, each with a copy of `data` (which ends as the
     /// relation's value). All or nothing: `not_alive` and `hierarchy_cycle` are checked for
     /// every target and the memory is reserved before anything changes, so a failure
@@ -600,17 +600,17 @@ public:
     /// Whether `e` is related by `R` to every one of `targets` (true for none). Never throws.
     template <class R>
     [[nodiscard]] bool related(Entity e, std::span<const Entity> targets) const noexcept;
-    /// Whether `e` is related to `target` by any relation type (moecs's `is_relation_of`).
+    /// Whether `e` is related to `target` by any relation type.
     [[nodiscard]] bool related(Entity e, Entity target) const noexcept;
     /// Whether `e` has an `R` relation (any target). Never throws.
     template <class R>
     [[nodiscard]] bool has_relation(Entity e) const noexcept;
-    /// Whether `e` has a relation of any type (moecs's `is_relation`). O(components of `e`).
+    /// Whether `e` has a relation of any type. O(components of `e`).
     [[nodiscard]] bool has_relation(Entity e) const noexcept;
     /// How many targets `e`'s `R` relation has (0 without one). O(1).
     template <class R>
     [[nodiscard]] std::size_t relation_count(Entity e) const noexcept;
-    /// By how many relation types `e` is related to `target` (moecs's `relation_of_count`).
+    /// By how many relation types `e` is related to `target`.
     /// O(components of `e` x targets).
     [[nodiscard]] std::size_t relation_count(Entity e, Entity target) const noexcept;
     /// `e`'s `R` targets in relate order (empty when none): valid until the next structural

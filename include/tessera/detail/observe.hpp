@@ -44,8 +44,9 @@ std::uint64_t subscribe(Storage& s, Event kind, ComponentId id, ObserverCallback
 /// Subscribes `cb` to `kind` (enter, exit) of the entities matching `spec`.
 std::uint64_t subscribe_query(Storage& s, Event kind, const QuerySpec& spec, ObserverCallback cb);
 
-// The observed forms of structural changes, used when `Storage::observed()`. Each fires the
-// observers in the order DESIGN.md fixes, with structural changes made by callbacks deferred
+// The observed forms of structural changes, used once the world has an observer registry
+// (`Storage::observers()` is not null). Each fires the observers in the order
+// docs/observers-and-events.md gives, with structural changes made by callbacks deferred
 // and applied before it returns (iteratively, through the world's command queue). An exception
 // from a callback propagates after the change itself is complete; the callbacks after it are
 // skipped.
