@@ -24,7 +24,7 @@ FUZZ_SECONDS ?= 60
 
 DEB_PACKAGES := cmake ninja-build g++ clang libgtest-dev libgmock-dev libbenchmark-dev \
                 libtbb-dev libglm-dev nlohmann-json3-dev python3 clang-format \
-                libcpp-httplib-dev doxygen pkgconf
+                libcpp-httplib-dev doxygen pkgconf ccache
 # The inspector's browser test (tests/browser/inspector_test.py): Chromium, its WebDriver and
 # Debian's Python bindings for it (make browser-deps, run by the test targets).
 BROWSER_DEB_PACKAGES := chromium chromium-driver python3-selenium
@@ -114,11 +114,11 @@ clang: deps browser-deps
 	$(call preset_test,clang)
 
 # The fuzz preset builds only the two libFuzzer targets (and the library copy they instrument);
-# its test preset runs the tests labelled fuzz (fuzz_load_60s, fuzz_json_60s), one at a time.
+# its test preset runs the tests labelled fuzz (fuzz_load_60s, fuzz_json_60s), side by side.
 fuzz: deps
 	cmake --preset fuzz -DTESSERA_FUZZ_SECONDS=$(FUZZ_SECONDS)
 	cmake --build --preset fuzz
-	ctest --preset fuzz -V $(CTEST_ARGS)
+	ctest --preset fuzz -V -j $(JOBS) $(CTEST_ARGS)
 
 demo: deps
 	cmake --preset release

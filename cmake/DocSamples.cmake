@@ -11,6 +11,8 @@
 # PREFIX defaults to `doc_<file stem>` with non-identifier characters replaced by `_`
 # (docs/getting-started.md -> doc_getting_started).
 # REQUIRE_FIRST: the first ```cpp block must contain `int main` (used for the README quick start).
+# TESSERA_DOC_SAMPLES_MATCH (a variable, optional): a regex; a program whose code does not match
+# it is not built (the tsan preset builds only the samples that start threads).
 #
 # The sources are generated at configure time under <binary dir>/doc_samples/, with a #line
 # directive so compiler errors point into the Markdown file; editing the page re-runs configure.
@@ -81,6 +83,10 @@ function(tessera_add_doc_samples markdown)
                 message(FATAL_ERROR "${md}: the first ```cpp block (line ${first_line}) must be a "
                                     "complete program with `int main`")
             endif()
+            continue()
+        endif()
+
+        if(DEFINED TESSERA_DOC_SAMPLES_MATCH AND NOT body MATCHES "${TESSERA_DOC_SAMPLES_MATCH}")
             continue()
         endif()
 
