@@ -5,9 +5,9 @@
 #include <tessera/detail/operations.hpp>
 #include <tessera/detail/storage.hpp>
 #include <tessera/error.hpp>
+#include <tessera/event_kind.hpp>
 #include <tessera/observer.hpp>
 #include <tessera/query.hpp>
-#include <tessera/relation.hpp>
 
 #include <algorithm>
 #include <iterator>
