@@ -7,7 +7,7 @@
 #include <tessera/error.hpp>
 #include <tessera/event_kind.hpp>
 #include <tessera/observer.hpp>
-#include <tessera/query.hpp>
+#include <tessera/query_spec.hpp>
 
 #include <algorithm>
 #include <iterator>
