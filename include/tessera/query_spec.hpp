@@ -45,4 +45,15 @@ struct QuerySpec {
     [[nodiscard]] bool matches(const detail::Archetype& a) const noexcept;
 };
 
+namespace detail {
+
+/// The one archetype matcher: whether `a` has every component of `all`, none of `none` and,
+/// when `any` is not empty, at least one of `any`. `QuerySpec::matches` and the query observers
+/// (`Query::on_enter`, `on_exit`) both use it.
+[[nodiscard]] bool archetype_matches(const Archetype& a, std::span<const ComponentId> all,
+                                     std::span<const ComponentId> any,
+                                     std::span<const ComponentId> none) noexcept;
+
+}  // namespace detail
+
 }  // namespace tessera
