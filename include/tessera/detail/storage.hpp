@@ -236,6 +236,11 @@ public:
 /// (restore, load). `built` then holds the old state. Strong guarantee.
 void replace_state(Storage& target, Storage& built);
 
+/// Recomputes the storage's observation flags from its observer registry (after its state was
+/// replaced: restore, load, a `spawn_many` put back). Defined with the registry (observer.cpp),
+/// so the modules below observers can call it without including them.
+void refresh_observation(Storage& s) noexcept;
+
 /// A storage allocated from (and allocating from) `mr`; `delete_storage` frees it.
 Storage* new_storage(std::pmr::memory_resource* mr);
 void delete_storage(Storage* s) noexcept;
