@@ -3,6 +3,7 @@
 #pragma once
 
 #include <tessera/component.hpp>
+#include <tessera/detail/attachment.hpp>
 #include <tessera/entity.hpp>
 #include <tessera/error.hpp>
 
@@ -717,12 +718,19 @@ private:
     template <class T>
     void set_watched(Entity e, T&& value);
 
+    /// The resource map, made on first use (defined in resource.cpp, which attaches it).
     detail::ResourceMap& resources();
+    /// The resource map, or null before the first resource.
+    [[nodiscard]] detail::ResourceMap* resource_map() const noexcept {
+        return static_cast<detail::ResourceMap*>(resources_.object);
+    }
     template <class T>
     T get_field(Entity e, ComponentId id, detail::FieldRef f) const;
 
     detail::Storage* storage_;
-    detail::ResourceMap* resources_ = nullptr;  ///< made on first insert_resource
+    /// The resources (a `detail::ResourceMap`, made on first insert_resource). World knows it
+    /// only as an attachment: resource.cpp gives the function that destroys it.
+    detail::Attachment resources_{};
 };
 
 /// Defers `world`'s structural changes for a scope (`defer_begin` when made, `defer_end` when
