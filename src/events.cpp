@@ -6,7 +6,7 @@ namespace tessera {
 void World::update_events() {
     detail::check_not_parallel(*storage_, "World::update_events");
     // A world that never made a resource has no queue: nothing to allocate or update.
-    if (resources_ != nullptr) resources_->update_events();
+    if (detail::ResourceMap* map = resource_map()) map->update_events();
 }
 
 }  // namespace tessera

@@ -5,9 +5,9 @@
 #include <tessera/detail/operations.hpp>
 #include <tessera/detail/storage.hpp>
 #include <tessera/error.hpp>
+#include <tessera/event_kind.hpp>
 #include <tessera/observer.hpp>
-#include <tessera/query.hpp>
-#include <tessera/relation.hpp>
+#include <tessera/query_spec.hpp>
 
 #include <algorithm>
 #include <iterator>
@@ -42,7 +42,8 @@ public:
         ObserverCallback cb;
     };
     using List = std::pmr::vector<Entry>;
-    /// A query observer: the terms it matches, as a `QuerySpec` does.
+    /// A query observer: the terms it matches, with the matcher of `QuerySpec`
+    /// (`archetype_matches`).
     struct QueryEntry {
         std::uint64_t id;
         ObserverCallback cb;
@@ -313,11 +314,7 @@ private:
             archetype == pending_archetype) {
             return false;
         }
-        const Archetype& a = storage_->archetype(archetype);
-        auto has = [&](ComponentId id) { return a.contains(id); };
-        return std::all_of(q.all.begin(), q.all.end(), has) &&
-               std::none_of(q.none.begin(), q.none.end(), has) &&
-               (q.any.empty() || std::any_of(q.any.begin(), q.any.end(), has));
+        return archetype_matches(storage_->archetype(archetype), q.all, q.any, q.none);
     }
 
     void compact() noexcept {

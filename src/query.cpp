@@ -8,17 +8,6 @@ using tessera::detail::pending_archetype;
 
 namespace tessera {
 
-bool QuerySpec::matches(const detail::Archetype& a) const noexcept {
-    for (ComponentId id : all) {
-        if (!a.contains(id)) return false;
-    }
-    for (ComponentId id : none) {
-        if (a.contains(id)) return false;
-    }
-    if (any.empty()) return true;
-    return std::any_of(any.begin(), any.end(), [&](ComponentId id) { return a.contains(id); });
-}
-
 void World::collect_chunks(const QuerySpec& spec, std::vector<Chunk>& out) {
     detail::check_spec(spec, "World::collect_chunks");
     out.clear();

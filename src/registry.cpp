@@ -3,7 +3,6 @@
 // Ids are dense and never reused. Records live in fixed chunks that are published once and never
 // move, so `component_info(id)` reads without a lock while another thread registers.
 #include <tessera/component.hpp>
-#include <tessera/dynamic.hpp>
 #include <tessera/error.hpp>
 #include <tessera/reflect.hpp>
 

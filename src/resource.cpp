@@ -74,3 +74,24 @@ void throw_missing_resource(std::string_view type) {
 }
 
 }  // namespace tessera::detail
+
+namespace tessera {
+
+namespace {
+void destroy_map(void* object, std::pmr::memory_resource* mr) noexcept {
+    std::pmr::polymorphic_allocator<>(mr).delete_object(static_cast<detail::ResourceMap*>(object));
+}
+}  // namespace
+
+detail::ResourceMap& World::resources() {
+    if (resources_.object == nullptr) {
+        std::pmr::memory_resource* mr = storage_->resource();
+        // Resources are not part of the world's state: no copy (clone and snapshot leave them),
+        // no hooks.
+        resources_ = {std::pmr::polymorphic_allocator<>(mr).new_object<detail::ResourceMap>(mr),
+                      &destroy_map, nullptr, nullptr};
+    }
+    return *resource_map();
+}
+
+}  // namespace tessera

@@ -1,6 +1,5 @@
 // World::clone, World::snapshot, World::restore: whole-world copies through
 // Storage::copy_from, and the swap that puts a copy in place (serialize.hpp).
-#include <tessera/detail/observe.hpp>
 #include <tessera/detail/storage.hpp>
 #include <tessera/error.hpp>
 #include <tessera/serialize.hpp>

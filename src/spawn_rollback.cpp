@@ -1,6 +1,5 @@
 // spawn_many's way back: when its init changed the world, a copy of the state from before the
 // commit, put back if applying those changes fails (detail/world_impl.hpp, spawn_many_now).
-#include <tessera/detail/observe.hpp>
 #include <tessera/detail/storage.hpp>
 #include <tessera/error.hpp>
 #include <tessera/world.hpp>

@@ -1,6 +1,5 @@
 // World: the facade. Members forward to the storage in a line or two.
 #include <tessera/detail/operations.hpp>
-#include <tessera/resource.hpp>
 #include <tessera/world.hpp>
 
 #include <sstream>
@@ -8,11 +7,10 @@
 namespace tessera {
 
 namespace {
-void free_resources(detail::ResourceMap* r) noexcept {
-    if (r == nullptr) return;
-    std::pmr::memory_resource* mr = r->resource();
-    r->~ResourceMap();
-    mr->deallocate(r, sizeof(detail::ResourceMap), alignof(detail::ResourceMap));
+// What the world holds beside its storage (its resources) goes first, through the function
+// its module attached; a moved-from world holds nothing.
+void free_resources(detail::Attachment& resources, detail::Storage* s) noexcept {
+    if (resources.object != nullptr) resources.reset(s->resource());
 }
 }  // namespace
 
@@ -43,22 +41,22 @@ World::World(std::pmr::memory_resource* resource)
 }
 
 World::~World() {
-    free_resources(resources_);
+    free_resources(resources_, storage_);
     detail::delete_storage(storage_);
 }
 
 World::World(World&& other) noexcept
     : storage_(std::exchange(other.storage_, nullptr)),
-      resources_(std::exchange(other.resources_, nullptr)) {
+      resources_(std::exchange(other.resources_, {})) {
     if (storage_ != nullptr) storage_->set_owner(this);
 }
 
 World& World::operator=(World&& other) noexcept {
     if (this != &other) {
-        free_resources(resources_);
+        free_resources(resources_, storage_);
         detail::delete_storage(storage_);
         storage_ = std::exchange(other.storage_, nullptr);
-        resources_ = std::exchange(other.resources_, nullptr);
+        resources_ = std::exchange(other.resources_, {});
         if (storage_ != nullptr) storage_->set_owner(this);
     }
     return *this;
@@ -76,15 +74,6 @@ Entity World::spawn() {
     if (storage_->hooked_all()) [[unlikely]]
         storage_->hooks().spawned(*storage_, e);
     return e;
-}
-
-detail::ResourceMap& World::resources() {
-    if (resources_ == nullptr) {
-        std::pmr::memory_resource* mr = storage_->resource();
-        void* mem = mr->allocate(sizeof(detail::ResourceMap), alignof(detail::ResourceMap));
-        resources_ = ::new (mem) detail::ResourceMap(mr);
-    }
-    return *resources_;
 }
 
 namespace detail {

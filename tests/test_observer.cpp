@@ -168,6 +168,39 @@ TEST(Observer, SpawnOrderIsSpawnThenAddsByIdThenEnter) {
     EXPECT_EQ(log.lines, expected);
 }
 
+TEST(Observer, QueryObserverAndEachAgreeOnEveryFilter) {
+    // Query observers and `each` share one archetype matcher (query_spec.hpp): whatever the
+    // mix of `all`, `none` and `any` terms, the entities that entered and have not exited are
+    // the ones `each` visits.
+    ts::World world;
+    auto q = world.query<const Health&>().without<Frozen>().any<Armor, Chain>();
+    std::vector<ts::Entity> inside;
+    ts::Observer en = q.on_enter([&](ts::World&, ts::Entity e) { inside.push_back(e); });
+    ts::Observer ex = q.on_exit([&](ts::World&, ts::Entity e) {
+        inside.erase(std::find(inside.begin(), inside.end(), e));
+    });
+    // Every subset of five components: built one add at a time, and spawned whole.
+    for (unsigned mask = 0; mask < 32; ++mask) {
+        const ts::Entity e = world.spawn();
+        if ((mask & 1u) != 0) world.add(e, Health{1});
+        if ((mask & 2u) != 0) world.add(e, Armor{2});
+        if ((mask & 4u) != 0) world.add(e, Frozen{});
+        if ((mask & 8u) != 0) world.add(e, Chain{3});
+        if ((mask & 16u) != 0) world.add(e, Name{"n"});
+        if ((mask & 7u) == 3u) world.spawn(Health{4}, Armor{5}, Name{"m"});
+        if ((mask & 7u) == 7u) world.spawn(Health{4}, Armor{5}, Frozen{});
+    }
+    std::vector<ts::Entity> visited;
+    q.each([&](ts::Entity e, const Health&) { visited.push_back(e); });
+    std::sort(inside.begin(), inside.end());
+    std::sort(visited.begin(), visited.end());
+    EXPECT_FALSE(visited.empty());
+    EXPECT_EQ(inside, visited);
+    // Removals move entities out of the set both ways.
+    for (const ts::Entity e : std::vector<ts::Entity>(visited)) world.remove<Health>(e);
+    EXPECT_TRUE(inside.empty());
+}
+
 TEST(Observer, DespawnOrderIsDespawnThenRemovesByIdThenExitThenDeath) {
     ts::World world;
     Log log;

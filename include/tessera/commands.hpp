@@ -103,6 +103,10 @@ public:
     /// Records despawning `e`. Despawning an entity that is dead by then is skipped.
     void despawn(Entity e);
 
+    /// @name Relations
+    /// Include `<tessera/relation.hpp>` to call these: their bodies are there.
+    ///@{
+
     /// Records `world.relate(e, data, target)` (relation.hpp); either may be a placeholder. A
     /// `ChildOf` that would close a loop is dropped at apply, which throws `hierarchy_cycle`.
     template <class R>
@@ -113,6 +117,7 @@ public:
     /// Records `world.unrelate<R>(e)` (every target).
     template <class R>
     void unrelate(Entity e);
+    ///@}
 
     /// Applies every command in order and returns how many took effect; the buffer empties as
     /// it goes. Commands skipped (despawn of the dead, remove of the absent, and with

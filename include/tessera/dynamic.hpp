@@ -14,7 +14,8 @@
 /// with any number of worlds: defining the same name with the same schema again (in any world)
 /// returns the same id. Its values are plain bytes laid out like a C struct (fields in order,
 /// each at its natural alignment): trivially copyable, zero when added. The same field access
-/// works on C++ components described with `TESSERA_REFLECT` (reflect.hpp).
+/// works on C++ components described with `TESSERA_REFLECT` (reflect.hpp). `FieldDef` and
+/// `ComponentOptions`, which a schema is made of, are in reflect.hpp.
 #pragma once
 
 #include <tessera/component.hpp>
@@ -36,21 +37,6 @@
 #include <vector>
 
 namespace tessera {
-
-/// One field of a runtime schema: a name and one of the runtime types (`f32` ... `str`).
-struct FieldDef {
-    std::string_view name;  ///< unique in the schema, not empty; copied by `World::component`
-    Field type;             ///< a runtime schema type: `f32` ... `str`
-};
-
-/// Options of a runtime component.
-struct ComponentOptions {
-    bool enableable = false;    ///< per-entity on/off flag (tags too: a column of flags only)
-    bool track_changes = true;  ///< false: change ticks can never be asked for
-    /// Change ticks from the first row on (as `component_traits<T>::eager_tracking`), not from
-    /// the first read of them. Needs `track_changes` and fields.
-    bool eager_tracking = false;
-};
 
 /// A world's interned strings, for `str` fields: each distinct string gets a dense id, id 0 is
 /// "". Strings are never evicted, so don't intern unbounded unique values. Views returned by
@@ -209,13 +195,6 @@ void set_field(World& w, Entity e, ComponentId id, FieldRef f, const FieldValue&
 /// Reads field `f` of `e`'s `id` as `want` into `out` (a `T`, or a `std::string_view` for text).
 void get_field(const World& w, Entity e, ComponentId id, FieldRef f, FieldWant want, void* out,
                const char* op);
-
-/// Registers a runtime component in the process-wide registry (or finds the same definition).
-ComponentId register_runtime(std::string_view name, std::span<const FieldDef> fields,
-                             const ComponentOptions& options);
-/// The component registered under readable name `name` (a runtime name or a C++ type's name as
-/// `component_info().name` spells it); invalid when none or when several C++ types share it.
-[[nodiscard]] ComponentId find_component(std::string_view name);
 
 }  // namespace detail
 

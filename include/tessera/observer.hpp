@@ -29,6 +29,7 @@
 
 #include <tessera/detail/observe.hpp>
 #include <tessera/detail/type_list.hpp>
+#include <tessera/event_kind.hpp>
 #include <tessera/world.hpp>
 
 #include <cstdint>
@@ -38,19 +39,6 @@
 #include <utility>
 
 namespace tessera {
-
-/// What an observer observes.
-enum class Event : std::uint8_t {
-    add,       ///< a component was added (spawn included)
-    remove,    ///< a component is about to be removed (despawn included)
-    set,       ///< a component's value was written (set, add of a present one, modified)
-    spawn,     ///< an entity was spawned
-    despawn,   ///< an entity is about to be despawned
-    enter,     ///< an entity started matching a query
-    exit,      ///< an entity stopped matching a query
-    relate,    ///< a relation gained a target (relation.hpp)
-    unrelate,  ///< a relation is about to lose a target (relation.hpp)
-};
 
 /// Owns one observer subscription: destroying or resetting it unsubscribes. Movable, not
 /// copyable. It does not keep the world alive: once the world is gone it is inert. Destroying

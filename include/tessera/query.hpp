@@ -17,6 +17,7 @@
 #include <tessera/error.hpp>
 #include <tessera/mut.hpp>
 #include <tessera/observer.hpp>
+#include <tessera/query_spec.hpp>
 #include <tessera/world.hpp>
 
 #include <algorithm>
@@ -34,36 +35,6 @@
 #include <vector>
 
 namespace tessera {
-
-/// An untyped description of which archetypes match: every component of `all`, none of `none`,
-/// and at least one of `any` (when not empty). Cheap to keep in a system's state; aggregate, so
-/// `QuerySpec{.all = {...}, .none = {...}}` works too.
-struct QuerySpec {
-    std::vector<ComponentId> all{};   ///< required components
-    std::vector<ComponentId> any{};   ///< at least one of these, when not empty
-    std::vector<ComponentId> none{};  ///< excluded components
-
-    /// Requires every one of `Ts`.
-    template <class... Ts>
-    QuerySpec& with() {
-        (all.push_back(component_id<Ts>()), ...);
-        return *this;
-    }
-    /// Excludes archetypes with any of `Ts`.
-    template <class... Ts>
-    QuerySpec& without() {
-        (none.push_back(component_id<Ts>()), ...);
-        return *this;
-    }
-    /// Requires at least one of `Ts`.
-    template <class... Ts>
-    QuerySpec& any_of() {
-        (any.push_back(component_id<Ts>()), ...);
-        return *this;
-    }
-    /// Whether archetype `a` matches.
-    [[nodiscard]] bool matches(const detail::Archetype& a) const noexcept;
-};
 
 namespace detail {
 

@@ -1,7 +1,8 @@
 /// @file reflect.hpp
 /// Field metadata: the `Schema` of a component, shared by runtime components (dynamic.hpp) and
 /// C++ structs described with `TESSERA_REFLECT`, so that tools, snapshots and `state_hash` see
-/// both alike.
+/// both alike; and what a runtime component is defined from (`FieldDef`, `ComponentOptions`),
+/// which the component registry (src/registry.cpp) keeps.
 ///
 /// @code
 /// struct Stats { std::int32_t hp; float speed; std::string title; std::array<float, 3> rgb; };
@@ -85,7 +86,29 @@ struct Schema {
     }
 };
 
+/// One field of a runtime schema: a name and one of the runtime types (`f32` ... `str`).
+struct FieldDef {
+    std::string_view name;  ///< unique in the schema, not empty; copied by `World::component`
+    Field type;             ///< a runtime schema type: `f32` ... `str`
+};
+
+/// Options of a runtime component.
+struct ComponentOptions {
+    bool enableable = false;    ///< per-entity on/off flag (tags too: a column of flags only)
+    bool track_changes = true;  ///< false: change ticks can never be asked for
+    /// Change ticks from the first row on (as `component_traits<T>::eager_tracking`), not from
+    /// the first read of them. Needs `track_changes` and fields.
+    bool eager_tracking = false;
+};
+
 namespace detail {
+
+/// Registers a runtime component in the process-wide registry (or finds the same definition).
+ComponentId register_runtime(std::string_view name, std::span<const FieldDef> fields,
+                             const ComponentOptions& options);
+/// The component registered under readable name `name` (a runtime name or a C++ type's name as
+/// `component_info().name` spells it); invalid when none or when several C++ types share it.
+[[nodiscard]] ComponentId find_component(std::string_view name);
 
 /// `T`, or its underlying type when `T` is an enum.
 template <class T, bool = std::is_enum_v<T>>

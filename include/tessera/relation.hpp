@@ -42,6 +42,7 @@
 #include <tessera/commands.hpp>
 #include <tessera/detail/entity_list.hpp>
 #include <tessera/detail/world_impl.hpp>
+#include <tessera/event_kind.hpp>
 #include <tessera/observer.hpp>
 #include <tessera/world.hpp>
 
@@ -180,12 +181,6 @@ void clear_hierarchy_changes(Storage& s) noexcept;
 /// Whether the log was dropped since it was last cleared (it holds at most 65,536 entries):
 /// every entity may have changed then.
 bool hierarchy_overflowed(const Storage& s) noexcept;
-
-/// What a relation observer's callback receives through its value pointer.
-struct RelationEvent {
-    Entity target;
-    void* data;  ///< the source's R (null for tags)
-};
 
 /// A relation observer's callback: `(World&, Entity, Entity target, R&)` or without the data.
 template <class R, class F>

@@ -131,21 +131,21 @@ std::tuple<const T0&, const T1&, const Ts&...> World::resource() const {
 
 template <class T>
 T* World::try_resource() noexcept {
-    return resources_ == nullptr ? nullptr
-                                 : static_cast<T*>(resources_->find(std::type_index(typeid(T))));
+    detail::ResourceMap* map = resource_map();
+    return map == nullptr ? nullptr : static_cast<T*>(map->find(std::type_index(typeid(T))));
 }
 
 template <class T>
 const T* World::try_resource() const noexcept {
-    return resources_ == nullptr
-               ? nullptr
-               : static_cast<const T*>(resources_->find(std::type_index(typeid(T))));
+    const detail::ResourceMap* map = resource_map();
+    return map == nullptr ? nullptr : static_cast<const T*>(map->find(std::type_index(typeid(T))));
 }
 
 template <class T>
 bool World::remove_resource() {
     detail::check_not_parallel(storage(), "World::remove_resource");
-    return resources_ != nullptr && resources_->erase(std::type_index(typeid(T)));
+    detail::ResourceMap* map = resource_map();
+    return map != nullptr && map->erase(std::type_index(typeid(T)));
 }
 
 template <class T>

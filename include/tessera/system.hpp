@@ -358,6 +358,11 @@ public:
     }
     /// Records despawning `e`.
     void despawn(Entity e) { buffer_->despawn(e); }
+    /// @name Relations
+    /// Include `<tessera/relation.hpp>` to call these: the `CommandBuffer` members they call
+    /// have their bodies there.
+    ///@{
+
     /// Records `world.relate(e, data, target)` (relation.hpp).
     template <class R>
     void relate(Entity e, R&& data, Entity target) {
@@ -373,6 +378,7 @@ public:
     void unrelate(Entity e) {
         buffer_->unrelate<R>(e);
     }
+    ///@}
     /// The underlying buffer.
     [[nodiscard]] CommandBuffer& buffer() const noexcept { return *buffer_; }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <tessera/component.hpp>
+#include <tessera/detail/attachment.hpp>
 #include <tessera/entity.hpp>
 #include <tessera/error.hpp>
 
@@ -92,6 +93,13 @@ struct ArchetypeInfo {
 ///
 /// **Memory.** All storage (tables, the entity index, metadata) comes from the memory resource
 /// given at construction (`std::pmr::get_default_resource()` by default).
+///
+/// **Which header to include.** world.hpp alone gives the entities, archetypes, deferral,
+/// components and ticks. The other members are each concept's, and their bodies live in its
+/// header: a group (or member) below names the header to include to call it, e.g.
+/// `#include <tessera/relation.hpp>` for `relate`, `<tessera/resource.hpp>` for
+/// `insert_resource` (tessera.hpp includes them all). Without it a call compiles and fails to
+/// link.
 class World {
 public:
     /// An empty world allocating from the default memory resource.
@@ -184,7 +192,8 @@ public:
     /// Despawns every entity `query` matches (the ones its `each` visits: enable flags and
     /// change filters apply, the latter counting as a run of the query) and returns how many,
     /// as `despawn(span)` does with them in table order. Tables matched whole, with nothing
-    /// observed, are freed whole: O(tables + entities), no row moves. Defined in query.hpp.
+    /// observed, are freed whole: O(tables + entities), no row moves. Include
+    /// `<tessera/query.hpp>` to call it (its body is there).
     /// @throws Error(invalid_argument) for a query of another world,
     /// Error(permanent_entity) like `despawn(span)`.
     template <class... Terms>
@@ -309,7 +318,8 @@ public:
 
     /// An `Accessor<T>` (accessor.hpp): `get`, `try_get`, `get_mut` and `try_get_mut` of `T`
     /// with this world's entity index and `T`'s columns at hand, the fastest lookup by handle.
-    /// Valid until the next structural change. Registers `T`. Defined in accessor.hpp.
+    /// Valid until the next structural change. Registers `T`. Include
+    /// `<tessera/accessor.hpp>` to call it (its body is there).
     template <class T>
     [[nodiscard]] Accessor<T> accessor();
 
@@ -375,7 +385,10 @@ public:
     template <class T>
     ComponentId register_component();
 
-    // ----- runtime components (dynamic.hpp) -----
+    /// @name Runtime components
+    /// Include `<tessera/dynamic.hpp>` to call these: their bodies (or the types they return)
+    /// are there.
+    ///@{
 
     /// Defines (or finds) the runtime component `name` with fields `schema` (runtime types
     /// `f32` ... `str`; an empty schema makes a tag) and records it in this world; returns its
@@ -448,7 +461,12 @@ public:
     /// @throws Error(not_registered) for an id no component has.
     [[nodiscard]] DynamicQuery query_dynamic(QuerySpec spec);
 
-    // ----- clone, snapshot and restore (serialize.hpp) -----
+    ///@}
+
+    /// @name Clone, snapshot and restore
+    /// Include `<tessera/snapshot.hpp>` to call these: their bodies (or the types they return)
+    /// are there.
+    ///@{
 
     /// A new world with the same entities (ids, generations, free list), components, relations,
     /// enable flags, change ticks, tick and strings, iterating every query in the same order.
@@ -467,7 +485,12 @@ public:
     /// Strong guarantee. @throws like `clone`.
     void restore(const Snapshot& snapshot);
 
-    // ----- queries (query.hpp) -----
+    ///@}
+
+    /// @name Queries
+    /// Include `<tessera/query.hpp>` to call these: their bodies (or the types they return)
+    /// are there.
+    ///@{
 
     /// A cached query over `Terms...` (`T&`, `const T&`, `T*`, `const T*`, `Entity`); add
     /// filters with its builder members. Defined in query.hpp.
@@ -486,7 +509,12 @@ public:
     /// @throws Error(not_registered) for an id no component has (`out` unchanged).
     void collect_chunks(const QuerySpec& spec, std::vector<Chunk>& out);
 
-    // ----- resources (resource.hpp) -----
+    ///@}
+
+    /// @name Resources
+    /// Include `<tessera/resource.hpp>` to call these: their bodies (or the types they return)
+    /// are there.
+    ///@{
 
     /// Stores `value` as the world's one resource of its type, replacing (and destroying) a
     /// previous one; returns it. The value is never moved afterwards: references stay valid
@@ -521,7 +549,12 @@ public:
     template <class T>
     [[nodiscard]] bool has_resource() const noexcept;
 
-    // ----- observers (observer.hpp) -----
+    ///@}
+
+    /// @name Observers
+    /// Include `<tessera/observer.hpp>` to call these: their bodies (or the types they return)
+    /// are there.
+    ///@{
     //
     // Each returns an `Observer` handle that unsubscribes when destroyed or reset. Callbacks
     // take `(World&, Entity)` or, for component events, `(World&, Entity, T&)`.
@@ -557,7 +590,12 @@ public:
     /// The switches of the world's observers (per event kind, per event kind and type).
     [[nodiscard]] Observers observers();
 
-    // ----- relations (relation.hpp) -----
+    ///@}
+
+    /// @name Relations
+    /// Include `<tessera/relation.hpp>` to call these: their bodies (or the types they return)
+    /// are there.
+    ///@{
 
     /// Relates `e` to `target` by `R` (a component type; `ChildOf` for the hierarchy), with
     /// `data` as the relation's one value: the first target adds `R` and `Targets<R>` to `e`,
@@ -648,7 +686,12 @@ public:
     template <class R, class F>
     [[nodiscard]] Observer on_unrelate(F&& fn);
 
-    // ----- events (events.hpp) -----
+    ///@}
+
+    /// @name Events
+    /// Include `<tessera/events.hpp>` to call these: their bodies (or the types they return)
+    /// are there.
+    ///@{
 
     /// Appends `event` to the world's `Events<T>` queue (made on first use). It can be read for
     /// two `update_events()` calls.
@@ -661,6 +704,8 @@ public:
     /// older buffer is dropped and the newer becomes the older. `Schedule::run` does this once
     /// at the end of each frame; outside schedules the program calls it.
     void update_events();
+
+    ///@}
 
     // ----- ticks and introspection -----
 
@@ -717,12 +762,19 @@ private:
     template <class T>
     void set_watched(Entity e, T&& value);
 
+    /// The resource map, made on first use (defined in resource.cpp, which attaches it).
     detail::ResourceMap& resources();
+    /// The resource map, or null before the first resource.
+    [[nodiscard]] detail::ResourceMap* resource_map() const noexcept {
+        return static_cast<detail::ResourceMap*>(resources_.object);
+    }
     template <class T>
     T get_field(Entity e, ComponentId id, detail::FieldRef f) const;
 
     detail::Storage* storage_;
-    detail::ResourceMap* resources_ = nullptr;  ///< made on first insert_resource
+    /// The resources (a `detail::ResourceMap`, made on first insert_resource). World knows it
+    /// only as an attachment: resource.cpp gives the function that destroys it.
+    detail::Attachment resources_{};
 };
 
 /// Defers `world`'s structural changes for a scope (`defer_begin` when made, `defer_end` when

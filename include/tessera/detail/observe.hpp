@@ -60,9 +60,6 @@ void notify_added(Storage& s, Entity e, std::uint32_t from, std::span<const Comp
                   const bool* existed);
 /// After `e`'s `id` was written (set, modified): on_set.
 void notify_set(Storage& s, Entity e, ComponentId id);
-/// Recomputes the storage's observation flags from its observer registry (after its state was
-/// replaced: restore, load).
-void refresh_observation(Storage& s) noexcept;
 /// Removes `ids` from `e`: on_remove per present component (ascending id, values readable),
 /// the move, then query on_exit, on_enter. False when `e` had none of them. `commit` runs once
 /// nothing can fail, before the first callback. @throws Error(not_alive) naming `op`.

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <tessera/assert.hpp>
+#include <tessera/detail/attachment.hpp>
 #include <tessera/detail/command_queue.hpp>
 #include <tessera/detail/core.hpp>
 #include <tessera/detail/entity_list.hpp>
@@ -28,23 +29,6 @@ namespace tessera::detail {
 class ObserverRegistry;
 class RelationIndex;
 struct RelationType;
-
-/// Something a layer above the core keeps per world (the relation index, the string table). The
-/// storage owns it and copies it with the world's state, knowing it only by these functions, so
-/// it calls nothing of the module that made it.
-struct Attachment {
-    void* object = nullptr;
-    /// Destroys `object`, which was allocated from `mr` (the storage's memory resource).
-    void (*destroy)(void* object, std::pmr::memory_resource* mr) noexcept = nullptr;
-    /// A copy of `object` for `dst` (whose core is already a copy of the source's). May throw.
-    void* (*copy)(const void* object, Storage& dst) = nullptr;
-    /// The hooks this attachment needs while it exists (null: none).
-    const Hooks* hooks = nullptr;
-    void reset(std::pmr::memory_resource* mr) noexcept {
-        if (object != nullptr) destroy(object, mr);
-        *this = {};
-    }
-};
 
 /// The world's state. Every mutating member has the strong guarantee.
 class Storage : public Core {
@@ -235,6 +219,11 @@ public:
 /// state, keeping its observers, known and tracked components and a tick that never goes back
 /// (restore, load). `built` then holds the old state. Strong guarantee.
 void replace_state(Storage& target, Storage& built);
+
+/// Recomputes the storage's observation flags from its observer registry (after its state was
+/// replaced: restore, load, a `spawn_many` put back). Defined with the registry (observer.cpp),
+/// so the modules below observers can call it without including them.
+void refresh_observation(Storage& s) noexcept;
 
 /// A storage allocated from (and allocating from) `mr`; `delete_storage` frees it.
 Storage* new_storage(std::pmr::memory_resource* mr);
