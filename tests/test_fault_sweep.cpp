@@ -391,6 +391,15 @@ std::vector<Row> rows() {
             (void)w.despawn_all(q);
         },
         Guarantee::strong));
+    // A change filter and a written term: the matches are read without a run, so a failure
+    // leaves the world tick and the rows' changed ticks as they were.
+    r.push_back(make(
+        "despawn_all(query<A&, const B&>().changed<A>()) filtered, written term",
+        [](World& w, Fix&) {
+            auto q = w.query<A&, const B&>().changed<A>();
+            EXPECT_GE(w.despawn_all(q), 11u);
+        },
+        Guarantee::strong));
     r.push_back(make(
         "unrelate<Rope>(e3, span)",
         [](World& w, Fix& f) {

@@ -766,9 +766,28 @@ std::size_t World::despawn_all(Query<Terms...>& query) {
         }
         return despawn_tables(tables);
     }
+    // The rows `each` would visit, read without a run (no stamps, no tick) so that a failure
+    // changes nothing; a since-last-run filter's run counts once they are dead.
     std::pmr::vector<Entity> doomed(storage_->resource());
-    query.each([&doomed](Entity e, auto&&...) { doomed.push_back(e); });
-    return despawn(std::span<const Entity>(doomed));
+    state.begin_run();
+    for (const std::uint32_t index : matched) {
+        const detail::Archetype& a = storage_->archetype(index);
+        const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
+        const bool gate = query.gated(a);
+        for (std::uint32_t i = 0; i < a.size; ++i) {
+            if (gate && !(Query<Terms...>::enabled_row(flags, i) && state.gates_pass(a, i)))
+                continue;
+            if (state.filters().empty() || state.passes(a, i)) doomed.push_back(a.entities[i]);
+        }
+    }
+    try {
+        const std::size_t n = despawn(std::span<const Entity>(doomed));
+        state.end_run();
+        return n;
+    } catch (...) {
+        if (!doomed.empty() && !is_alive(doomed.front())) state.end_run();  // an observer threw
+        throw;
+    }
 }
 
 template <class F>

@@ -182,9 +182,9 @@ public:
     std::size_t despawn(std::span<const Entity> entities);
 
     /// Despawns every entity `query` matches (the ones its `each` visits: enable flags and
-    /// change filters apply, the latter counting as a run of the query) and returns how many,
-    /// as `despawn(span)` does with them in table order. Tables matched whole, with nothing
-    /// observed, are freed whole: O(tables + entities), no row moves. Defined in query.hpp.
+    /// change filters apply; a since-last-run filter counts it as a run once it succeeded; no
+    /// term stamps a row) and returns how many, as `despawn(span)` in table order. Whole tables
+    /// with nothing observed are freed whole: O(tables + entities). Defined in query.hpp.
     /// @throws Error(invalid_argument) for a query of another world,
     /// Error(permanent_entity) like `despawn(span)`.
     template <class... Terms>
@@ -356,7 +356,7 @@ public:
     /// its terms or a `with` filter is disabled; chunk loops see the flags
     /// (`Chunk::enabled<T>()`). Tags can be enableable too. Never moves a row, fires no event.
     /// @throws Error(not_enableable) unless `component_traits<T>::enableable`, Error(not_alive),
-    /// Error(missing_component)
+    /// Error(missing_component), Error(invalid_argument) while a remove of `T` from `e` is queued
     template <class T>
     void enable(Entity e, bool on = true);
 
@@ -434,7 +434,7 @@ public:
     [[nodiscard]] T get_field(Entity e, ComponentId id, std::size_t field) const;
     /// Turns `e`'s component `id` on or off (like `enable<T>`). @throws Error(not_enableable)
     /// unless the component is enableable, Error(not_alive), Error(missing_component),
-    /// Error(not_registered).
+    /// Error(not_registered), Error(invalid_argument) as `enable<T>`.
     void enable(Entity e, ComponentId id, bool on = true);
     /// Whether `e`'s component `id` is enabled. @throws like `enable`.
     [[nodiscard]] bool is_enabled(Entity e, ComponentId id) const;
@@ -622,8 +622,8 @@ public:
     template <class R>
     [[nodiscard]] std::span<const Entity> sources(Entity target) const noexcept;
     /// `e`'s `R` data (the one value per entity and relation type), or null without an `R`
-    /// relation. The mutable form marks it changed (like `get_mut`). Valid until the next
-    /// structural change.
+    /// relation. The mutable form marks it changed and throws like `get_mut` (also while a
+    /// relate or unrelate of `e`'s `R` is queued). Valid until the next structural change.
     template <class R>
     R* relation(Entity e);
     /// `e`'s `R` data read-only (marks nothing), or null without an `R` relation.
