@@ -133,12 +133,12 @@ public:
     /// returns. `init` may take no components (`init(std::size_t)`): empty entities. All or
     /// nothing: if `init` throws, an allocation fails, or applying what `init` queued throws,
     /// nothing is spawned, nothing `init` queued stays, and the entity index (generations, free
-    /// list) is as before (observers that ran stay run). To be able to put it back, a call
-    /// whose `init` changed the world keeps a copy of the world's state until those changes
-    /// are applied: O(entities + values) more. In a world with a component that can't be
-    /// copied, or with commands still queued from an earlier failed flush, it keeps none: a
-    /// failure while those changes apply then leaves the new entities, with that change and
-    /// the ones after it queued, as at the end of a loop.
+    /// list) is as before (observers that ran stay run). To put it back, a call whose `init`
+    /// only spawned takes its rows and ids back (O(spawns)); otherwise (or if observers could
+    /// do more) it keeps a copy of the state until `init`'s changes apply (O(entities +
+    /// values)); a world with a component that can't be copied has none, and such a failure
+    /// then leaves the new entities, that change and the rest queued. Commands an earlier
+    /// failed flush left queued apply first, with that flush's guarantee.
     template <class Init>
     std::span<const Entity> spawn_many(std::size_t n, Init&& init);
 
