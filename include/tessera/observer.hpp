@@ -65,8 +65,7 @@ public:
     /// Takes over `other`'s subscription; `other` becomes empty.
     Observer(Observer&& other) noexcept
         : registry_(std::move(other.registry_)), id_(std::exchange(other.id_, 0)) {}
-    /// Unsubscribes this handle's subscription, then takes over `other`'s.
-    /// @throws Error(invalid_argument) as `reset` does (nothing changes then).
+    /// Unsubscribes this handle's subscription, then takes over `other`'s. @throws like `reset`.
     Observer& operator=(Observer&& other) {
         if (this != &other) {
             reset();
@@ -82,8 +81,7 @@ public:
     ~Observer() { release(); }
 
     /// Unsubscribes now (no effect on an empty handle or once the world is destroyed).
-    /// @throws Error(invalid_argument) on a `par_each` worker of the world (the subscriptions
-    /// are shared): nothing changes then.
+    /// @throws Error(invalid_argument) on a `par_each` worker of the world (nothing changes).
     void reset();
     /// Whether the handle holds a subscription of a live world.
     [[nodiscard]] bool active() const noexcept;

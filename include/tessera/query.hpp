@@ -213,6 +213,9 @@ private:
 void check_spec(const QuerySpec& spec, const char* op);
 /// Throws Error(invalid_argument): `op` was given a query of another world.
 [[noreturn]] void throw_foreign_query(const char* op);
+/// `world.despawn(doomed)` for `despawn_all`, which began a run of `state`: ends the run once
+/// every entity died (also when an observer threw then), not when the despawn failed.
+std::size_t despawn_run(World& world, QueryState& state, std::span<const Entity> doomed);
 
 }  // namespace detail
 
@@ -766,8 +769,7 @@ std::size_t World::despawn_all(Query<Terms...>& query) {
         }
         return despawn_tables(tables);
     }
-    // The rows `each` would visit, read without a run (no stamps, no tick) so that a failure
-    // changes nothing; a since-last-run filter's run counts once they are dead.
+    // The rows `each` visits, read without a run (no stamps or tick): a failure changes nothing.
     std::pmr::vector<Entity> doomed(storage_->resource());
     state.begin_run();
     for (const std::uint32_t index : matched) {
@@ -780,14 +782,7 @@ std::size_t World::despawn_all(Query<Terms...>& query) {
             if (state.filters().empty() || state.passes(a, i)) doomed.push_back(a.entities[i]);
         }
     }
-    try {
-        const std::size_t n = despawn(std::span<const Entity>(doomed));
-        state.end_run();
-        return n;
-    } catch (...) {
-        if (!doomed.empty() && !is_alive(doomed.front())) state.end_run();  // an observer threw
-        throw;
-    }
+    return detail::despawn_run(*this, state, doomed);
 }
 
 template <class F>

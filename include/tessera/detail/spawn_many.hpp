@@ -15,10 +15,9 @@ namespace tessera {
 
 namespace detail {
 
-/// `spawn_many`'s way back when its `init` changed the world (src/spawn_rollback.cpp). When
-/// `init` only spawned, the call's rows are the last of their tables until its queue is
-/// applied: a failure takes them and their entity ids back. Otherwise a copy of the state from
-/// before the commit is put back (a world whose components can all be copied).
+/// `spawn_many`'s way back when its `init` changed the world (src/spawn_rollback.cpp): the
+/// call's rows and ids taken back when `init` only spawned (they are the last rows of their
+/// tables until the queue applies), else a copy of the state from before the commit.
 class SpawnRollback {
 public:
     SpawnRollback() noexcept = default;
@@ -33,17 +32,15 @@ public:
     void committed(std::span<const Entity> own) noexcept;
     /// Ends the call's deferral and applies the queue; a failure puts the world back, rethrown.
     void apply(Storage& s);
-    /// Puts the world as before the call and drops every queued command. Precondition: active,
-    /// the deferral ended.
+    /// Puts the world back as before the call, queue emptied. Precondition: active, undeferred.
     void restore(Storage& s) noexcept;
     [[nodiscard]] bool active() const noexcept { return copy_ != nullptr || truncate_; }
 
 private:
     Storage* copy_ = nullptr;
     bool truncate_ = false;
-    /// The call's spawns in the order their ids were taken: init's, its own, then (truncation)
-    /// those of observers met while applying; with the counts of the first two, and of the
-    /// spawns the queue has shown while applying.
+    /// The call's spawns in the order their ids were taken: init's, its own, then observers'
+    /// met while applying (truncation); the counts of the first two, and of spawns met.
     std::pmr::vector<Entity>* taken_ = nullptr;
     std::size_t init_spawns_ = 0, own_ = 0, places_seen_ = 0;
     std::pmr::memory_resource* resource_ = nullptr;
