@@ -504,6 +504,22 @@ void Core::release_pending(IndexMark mark, std::span<const Entity> spawned) noex
     }
 }
 
+void Core::take_back_spawned(IndexMark mark, std::span<const Entity> spawned) noexcept {
+    for (const Entity e : spawned) {
+        EntityRecord& r = record_data_[e.index];
+        if (r.archetype == pending_archetype) continue;
+        Archetype& a = *archetypes_[r.archetype];
+        destroy_rows(a, r.row, 1);
+        // The table's rows since the call are its last ones: it shrinks by one per row, in
+        // any order. Counted as freed, so a row's entity is never assumed unchanged.
+        --a.size;
+        ++a.freed;
+        r.archetype = pending_archetype;
+        r.row = 0;
+    }
+    release_pending(mark, spawned);
+}
+
 Entity Core::spawn_pending() {
     reserve_records(1);
     const std::uint32_t index = take_index();

@@ -625,9 +625,18 @@ void CommandBuffer::remove(Entity e, ComponentId id) {
     queue_.push(detail::Command::Kind::remove, e, id, 1);
 }
 
+namespace detail {
+/// Throws invalid_argument (naming `op`, `e`, `id`) when a remove of `id` from `e` is queued:
+/// the flag set now would go with the component (world.cpp).
+void check_enable(Storage& s, const char* op, Entity e, ComponentId id);
+}  // namespace detail
+
 void World::enable(Entity e, ComponentId id, bool on) {
     detail::checked_info(id, "World::enable");
-    storage_->enable_flag(e, id, "World::enable") = on ? 1 : 0;
+    std::uint8_t& flag = storage_->enable_flag(e, id, "World::enable");
+    if (storage_->writes_watched()) [[unlikely]]
+        detail::check_enable(*storage_, "World::enable", e, id);
+    flag = on ? 1 : 0;
 }
 
 bool World::is_enabled(Entity e, ComponentId id) const {

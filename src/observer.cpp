@@ -181,6 +181,9 @@ public:
         return false;
     }
 
+    /// The world whose subscriptions these are (`par_each` checks).
+    [[nodiscard]] const Storage& storage() const noexcept { return *storage_; }
+
     // ---- switches ----
     void enable(Event kind, bool on) noexcept { on_[kind_index(kind)] = on; }
     void enable(Event kind, ComponentId id, bool on) {
@@ -604,9 +607,24 @@ std::size_t observed_despawn(Storage& s, std::span<const Entity> es, Commit comm
 
 namespace tessera {
 
-void Observer::reset() noexcept {
+void Observer::reset() {
     if (id_ == 0) return;
-    if (const auto r = registry_.lock()) r->unsubscribe(id_);
+    if (const auto r = registry_.lock()) {
+        detail::check_not_parallel(r->storage(), "Observer::reset");
+        r->unsubscribe(id_);
+    }
+    registry_.reset();
+    id_ = 0;
+}
+
+void Observer::release() noexcept {
+    if (id_ == 0) return;
+    if (const auto r = registry_.lock()) {
+        TESSERA_ASSERT(!r->storage().parallel(),
+                       "an Observer holding a subscription was destroyed on a par_each worker "
+                       "(the subscriptions are shared): destroy or reset it on the world's thread");
+        r->unsubscribe(id_);
+    }
     registry_.reset();
     id_ = 0;
 }
@@ -617,12 +635,14 @@ bool Observer::active() const noexcept {
     return r != nullptr && r->alive(id_);
 }
 
-void Observers::enable(Event kind, bool on) noexcept {
+void Observers::enable(Event kind, bool on) {
+    detail::check_not_parallel(registry_->storage(), "Observers::enable");
     registry_->enable(kind, on);
 }
 
 void Observers::enable(Event kind, ComponentId id, bool on) {
     detail::checked_info(id, "Observers::enable");
+    detail::check_not_parallel(registry_->storage(), "Observers::enable");
     registry_->enable(kind, id, on);
 }
 
@@ -638,7 +658,8 @@ bool Observers::has(Event kind, ComponentId id) const noexcept {
     return registry_->has(kind, id);
 }
 
-std::size_t Observers::clear(Event kind, ComponentId id) noexcept {
+std::size_t Observers::clear(Event kind, ComponentId id) {
+    detail::check_not_parallel(registry_->storage(), "Observers::clear");
     return registry_->clear(kind, id);
 }
 

@@ -77,6 +77,39 @@ bool apply_despawn(Storage& s, Entity e) {
     return s.despawn(e);
 }
 
+namespace {
+/// The live entities of `es`, each once, in the order given, appended to `out`; with
+/// `skip_queued`, without those whose despawn is queued already. Reads all of `es` first (it
+/// may be storage the despawns change, such as `children(p)` or a table's entity column).
+/// @throws std::bad_alloc (scratch).
+void live_distinct(Storage& s, std::span<const Entity> es, bool skip_queued,
+                   std::pmr::vector<Entity>& out) {
+    out.reserve(es.size());
+    if (es.size() <= 16 && !skip_queued) {
+        for (const Entity e : es) {
+            if (s.record(e) != nullptr && std::find(out.begin(), out.end(), e) == out.end())
+                out.push_back(e);
+        }
+        return;
+    }
+    // A bit per entity index (two live handles never share one).
+    const auto mask = [](Entity e) { return std::uint64_t{1} << (e.index % 64); };
+    std::pmr::vector<std::uint64_t> seen((std::size_t{s.record_count()} + 63) / 64, 0,
+                                         s.resource());
+    if (skip_queued) {
+        for (const Command& c : s.deferred().pending()) {
+            if (c.kind == Command::Kind::despawn && s.record(c.entity) != nullptr)
+                seen[c.entity.index / 64] |= mask(c.entity);
+        }
+    }
+    for (const Entity e : es) {
+        if (s.record(e) == nullptr || (seen[e.index / 64] & mask(e)) != 0) continue;
+        seen[e.index / 64] |= mask(e);
+        out.push_back(e);
+    }
+}
+}  // namespace
+
 std::size_t apply_despawns(Storage& s, std::span<const Entity> es) {
     const auto concerned = [&s](Entity e) {
         const EntityRecord* r = s.record(e);
@@ -86,54 +119,18 @@ std::size_t apply_despawns(Storage& s, std::span<const Entity> es) {
         [[likely]] {
         return s.despawn_many(es);  // reads `es` before it changes anything
     }
-    // One call through the hooks: the live entities, each once, copied first (`es` may be
-    // storage the despawns change, such as `children(p)` or a table's entity column).
+    // One call through the hooks, planned whole before the first change.
     std::pmr::vector<Entity> live(s.resource());
-    live.reserve(es.size());
-    if (es.size() <= 16) {
-        for (const Entity e : es) {
-            if (s.record(e) != nullptr && std::find(live.begin(), live.end(), e) == live.end())
-                live.push_back(e);
-        }
-    } else {
-        std::pmr::vector<std::uint64_t> seen((std::size_t{s.record_count()} + 63) / 64, 0,
-                                             s.resource());
-        for (const Entity e : es) {
-            const std::uint64_t bit = std::uint64_t{1} << (e.index % 64);
-            if (s.record(e) == nullptr || (seen[e.index / 64] & bit) != 0) continue;
-            seen[e.index / 64] |= bit;
-            live.push_back(e);
-        }
-    }
+    live_distinct(s, es, false, live);
     return s.hooks().despawn_many(s, live, {});
 }
 
 std::size_t queue_despawns(Storage& s, std::span<const Entity> es) {
-    // Bits by entity index: `before` for live entities queued for despawn already, `now` for
-    // the ones this call queues.
-    const std::size_t words = (std::size_t{s.record_count()} + 63) / 64;
-    std::pmr::vector<std::uint64_t> before(words, 0, s.resource());
-    std::pmr::vector<std::uint64_t> now(words, 0, s.resource());
-    const auto mask = [](Entity e) { return std::uint64_t{1} << (e.index % 64); };
-    for (const Command& c : s.deferred().pending()) {
-        if (c.kind == Command::Kind::despawn && s.record(c.entity) != nullptr)
-            before[c.entity.index / 64] |= mask(c.entity);
-    }
-    std::size_t n = 0;
-    for (const Entity e : es) {
-        if (s.record(e) == nullptr || ((before[e.index / 64] | now[e.index / 64]) & mask(e)) != 0)
-            continue;
-        now[e.index / 64] |= mask(e);
-        ++n;
-    }
-    s.deferred().reserve(n);
-    // Nothing below throws: the first handle of each entity queues it and clears its bit.
-    for (const Entity e : es) {
-        if (s.record(e) == nullptr || (now[e.index / 64] & mask(e)) == 0) continue;
-        now[e.index / 64] &= ~mask(e);
-        s.deferred().push(Command::Kind::despawn, e);
-    }
-    return n;
+    std::pmr::vector<Entity> doomed(s.resource());
+    live_distinct(s, es, true, doomed);
+    s.deferred().reserve(doomed.size());
+    for (const Entity e : doomed) s.deferred().push(Command::Kind::despawn, e);  // no throw now
+    return doomed.size();
 }
 
 // ------------------------------------------------------------------------------- deferral

@@ -34,6 +34,18 @@ void throw_empty_query(const char* op) {
                     "it from world.query<...>() first");
 }
 
+std::size_t despawn_run(World& world, QueryState& state, std::span<const Entity> doomed) {
+    try {
+        const std::size_t n = world.despawn(doomed);
+        state.end_run();
+        return n;
+    } catch (...) {
+        // Strong: a failure leaves every one alive; an observer's exception comes after all died.
+        if (!doomed.empty() && !world.is_alive(doomed.front())) state.end_run();
+        throw;
+    }
+}
+
 void throw_foreign_query(const char* op) {
     throw Error(
         errc::invalid_argument,

@@ -284,6 +284,20 @@ std::size_t relation_clear(Storage& s, const RelationType& type, Entity e, Commi
 }
 
 namespace {
+/// How many of `targets` `list` holds, each counted once; appended to `out` in the order given
+/// when given (room for them reserved). Reads all of `targets` before `out` changes.
+std::size_t held_targets(const EntityList* list, std::span<const Entity> targets,
+                         std::pmr::vector<Entity>* out) noexcept {
+    if (list == nullptr) return 0;
+    std::size_t n = 0;
+    for (auto t = targets.begin(); t != targets.end(); ++t) {
+        if (!list->contains(*t) || std::find(targets.begin(), t, *t) != t) continue;
+        if (out != nullptr) out->push_back(*t);
+        ++n;
+    }
+    return n;
+}
+
 /// Removes each of `targets` that `e` has from its relation, as one change (`unlink`).
 std::size_t relation_remove_many(Storage& s, const RelationType& type, Entity e,
                                  std::span<const Entity> targets) {
@@ -291,14 +305,11 @@ std::size_t relation_remove_many(Storage& s, const RelationType& type, Entity e,
     RelationIndex::Kind* k = kind_of(s, type);
     const EntityList* list = targets_of(s, type.targets, e);
     if (k == nullptr || list == nullptr) return 0;
-    // The targets `e` has, each once, in the order given: a copy, as `targets` may be `e`'s
-    // own list (`unrelate<R>(e, targets<R>(e))`), which the removal changes.
+    // A copy, as `targets` may be `e`'s own list (`unrelate<R>(e, targets<R>(e))`), which the
+    // removal changes.
     std::pmr::vector<Entity> gone(s.resource());
     gone.reserve(std::min(targets.size(), list->size()));
-    for (const Entity t : targets) {
-        if (list->contains(t) && std::find(gone.begin(), gone.end(), t) == gone.end())
-            gone.push_back(t);
-    }
+    (void)held_targets(list, targets, &gone);
     const std::span<const Entity> some(gone);
     return unlink(s, *s.relations(), *k, e, &some, {});
 }
@@ -317,6 +328,7 @@ void relate(Storage& s, const RelationType& type, Entity e, Entity target, std::
     if (type.hierarchy && e == target) s.relations()->check_cycle(s, k, e, target, op);
     const ComponentInfo& info = s.ensure_component(type.data);
     s.deferred().reserve(1);
+    s.reserve_watch(1);  // writes to the data until it applies are refused (it replaces them)
     std::byte* slot = nullptr;
     if (!info.is_tag()) {
         slot = s.deferred().allocate_value(info);
@@ -327,6 +339,7 @@ void relate(Storage& s, const RelationType& type, Entity e, Entity target, std::
     } else if (info.destroy != nullptr) {
         info.destroy(value, 1);
     }
+    s.watch(e, type.data, s.deferred().mark());
     s.deferred().push_relation(Command::Kind::relate, e, target, type, relation_hooks(), info,
                                slot);
 }
@@ -336,6 +349,8 @@ bool queue_unrelate(Storage& s, const RelationType& type, Entity e, Entity targe
     check_not_parallel(s, "World::unrelate");
     if (s.record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
     s.deferred().reserve(1);
+    s.reserve_watch(1);  // writes to the data until it applies are refused (it may remove it)
+    s.watch(e, type.data, s.deferred().mark());
     s.deferred().push_relation(Command::Kind::unrelate, e, target, type, relation_hooks(),
                                component_info(type.data), nullptr, all);
     const EntityList* list = targets_of(s, type.targets, e);
@@ -356,18 +371,13 @@ std::size_t unrelate_many(Storage& s, const RelationType& type, Entity e,
     check_not_parallel(s, "World::unrelate");
     if (s.record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
     s.deferred().reserve(targets.size());
+    s.reserve_watch(1);
     // Nothing below throws. Counted: the distinct targets `e` has now.
-    const EntityList* list = targets_of(s, type.targets, e);
-    std::size_t n = 0;
-    for (std::size_t i = 0; i < targets.size(); ++i) {
-        const Entity t = targets[i];
+    const std::size_t n = held_targets(targets_of(s, type.targets, e), targets, nullptr);
+    for (const Entity t : targets) {
+        s.watch(e, type.data, s.deferred().mark());  // the last unrelate stays noted
         s.deferred().push_relation(Command::Kind::unrelate, e, t, type, relation_hooks(),
                                    component_info(type.data), nullptr, false);
-        if (list != nullptr && list->contains(t) &&
-            std::find(targets.begin(), targets.begin() + static_cast<std::ptrdiff_t>(i), t) ==
-                targets.begin() + static_cast<std::ptrdiff_t>(i)) {
-            ++n;
-        }
     }
     return n;
 }

@@ -62,8 +62,9 @@ std::size_t QueuedChanges::probe(const std::pmr::vector<Slot>& slots, std::uint6
 
 const Command* Storage::queued_change(Entity e, ComponentId id) noexcept {
     const auto is_change = [e, id](const Command& c) {
-        return (c.kind == Command::Kind::add || c.kind == Command::Kind::remove) && c.entity == e &&
-               c.id == id;
+        // A relate replaces the relation's data (its id), an unrelate may remove it.
+        return c.kind != Command::Kind::place && c.kind != Command::Kind::despawn &&
+               c.entity == e && c.id == id;
     };
     if (deferred_.empty()) {
         if (!parallel()) queued_changes_.clear();  // workers only read

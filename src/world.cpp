@@ -319,11 +319,29 @@ void check_write(Storage& s, const char* op, Entity e, ComponentId id) {
         os << " has a queued remove of " << name
            << " (made while the world defers); a value written now would be lost when it "
               "applies: write it after the flush, or queue the new value with add";
+    } else if (c->kind == Command::Kind::unrelate) {
+        os << " has a queued unrelate of relation " << name
+           << " (made while the world defers), which may remove its data; a value written now "
+              "could be lost when it applies: write it after the flush";
+    } else if (c->kind == Command::Kind::relate) {
+        os << " has a queued relate of relation " << name
+           << " (made while the world defers), whose data replaces the value when it applies: "
+              "put the value in the relate, or write it after the flush";
     } else {
         os << " has a queued add of " << name
            << " (made while the world defers); a value written now would be overwritten when it "
               "applies: put the value in the add, or write it after the flush";
     }
+    throw Error(errc::invalid_argument, describe(op, e, id, os.str().c_str()));
+}
+
+void check_enable(Storage& s, const char* op, Entity e, ComponentId id) {
+    const Command* c = s.queued_change(e, id);
+    if (c == nullptr || c->kind != Command::Kind::remove) return;  // an add keeps the flag
+    std::ostringstream os;
+    os << " has a queued remove of " << component_info(id).name
+       << " (made while the world defers); an enable flag set now would be lost when it "
+          "applies: set it after the flush";
     throw Error(errc::invalid_argument, describe(op, e, id, os.str().c_str()));
 }
 

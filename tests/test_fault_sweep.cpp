@@ -22,6 +22,7 @@
 #include <new>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -58,6 +59,16 @@ struct Counted {
     Counted& operator=(Counted&&) noexcept = default;
     ~Counted() { --live; }
 };
+/// A component that can't be copied (so no copy of the world can be made).
+struct Solo {
+    int v = 0;
+    Solo() = default;
+    explicit Solo(int value) : v(value) {}
+    Solo(Solo&&) noexcept = default;
+    Solo& operator=(Solo&&) noexcept = default;
+    Solo(const Solo&) = delete;
+    Solo& operator=(const Solo&) = delete;
+};
 /// A custom relation with heap-owning data, and a tag relation.
 struct Rope {
     std::string s;
@@ -78,6 +89,7 @@ TESSERA_REFLECT(B, x, y)
 TESSERA_REFLECT(Label, s)
 TESSERA_REFLECT(Counted, v)
 TESSERA_REFLECT(Rope, s)
+TESSERA_REFLECT(Solo, v)
 
 namespace {
 
@@ -391,6 +403,15 @@ std::vector<Row> rows() {
             (void)w.despawn_all(q);
         },
         Guarantee::strong));
+    // A change filter and a written term: the matches are read without a run, so a failure
+    // leaves the world tick and the rows' changed ticks as they were.
+    r.push_back(make(
+        "despawn_all(query<A&, const B&>().changed<A>()) filtered, written term",
+        [](World& w, Fix&) {
+            auto q = w.query<A&, const B&>().changed<A>();
+            EXPECT_GE(w.despawn_all(q), 11u);
+        },
+        Guarantee::strong));
     r.push_back(make(
         "unrelate<Rope>(e3, span)",
         [](World& w, Fix& f) {
@@ -449,6 +470,29 @@ std::vector<Row> rows() {
                 }
             });
         }));
+    // init only spawns: the call's rows and ids are taken back without a copy of the world,
+    // also where none can be made (Solo), observed or not.
+    r.push_back(make("spawn_many(12, A, Counted) whose init only spawns", [](World& w, Fix&) {
+        (void)w.spawn_many(12, [&](std::size_t i, A& a, Counted& k) {
+            a.v = 1000 + static_cast<std::int32_t>(i);
+            k.v = static_cast<int>(i);
+            if (i % 4 == 0) (void)w.spawn(Label{text(static_cast<int>(i))}, Counted{1});
+            if (i == 5) (void)w.spawn();
+            if (i == 7) {
+                (void)w.spawn_many(3, [](std::size_t j, B& b) { b.x = static_cast<float>(j); });
+            }
+        });
+    }));
+    r.push_back(make("spawn_many(12, A, Solo) whose init only spawns; Solo can't be copied",
+                     [](World& w, Fix&) {
+                         (void)w.spawn_many(12, [&](std::size_t i, A& a, Solo& o) {
+                             a.v = 1100 + static_cast<std::int32_t>(i);
+                             o.v = static_cast<int>(i);
+                             if (i % 4 == 1) (void)w.spawn(Label{text(static_cast<int>(i))});
+                             if (i == 6) (void)w.spawn(Solo{6}, Counted{6});
+                             if (i == 9) (void)w.spawn(A{9}, Solo{9});  // into the call's table
+                         });
+                     }));
     r.push_back(make(
         "spawn_many(8, A) whose init despawns a relation parent and target",
         [](World& w, Fix& f) {
@@ -975,6 +1019,128 @@ TEST(SpawnManyAllOrNothing, AQueuedCycleInInitPutsTheWorldBack) {
         EXPECT_TRUE(w.has<B>(parent));
     }
     EXPECT_EQ(res.bytes_outstanding(), 0u);
+}
+
+}  // namespace
+
+namespace {
+
+struct Marker {};
+
+/// A world for the spawn_many tests below, with what must live as long as it (observers).
+using MakeWorld = std::function<std::shared_ptr<void>(World&)>;
+using Op = std::function<void(World&)>;
+
+/// The state after `setup`, then `settle` (default: nothing), in a world that never failed.
+State clean(const MakeWorld& setup, const Op& settle) {
+    tessera::test::FaultResource res;
+    World w(&res);
+    const auto keep = setup(w);
+    if (settle) settle(w);
+    return capture(w, {});
+}
+
+/// Runs `op` after `setup` with the world's allocations failing once at the k-th and from the
+/// k-th on, for every k until `op` no longer reaches the fault. After each failure, `settle`
+/// (default: nothing) runs unarmed and the state must be `clean(setup, settle)`: nothing of
+/// the call remains. Then `op` is retried and must give a clean run's result.
+void sweep_spawn_many(const MakeWorld& setup, const Op& op, const Op& settle = {}) {
+    const State before = clean(setup, settle);
+    const State after = clean(setup, [&](World& w) {
+        if (settle) settle(w);
+        op(w);
+    });
+    for (const Mode mode : {Mode::once, Mode::from}) {
+        for (std::size_t k = 1;; k = next_k(k)) {
+            SCOPED_TRACE(std::string(mode_name(mode)) + ", k=" + std::to_string(k));
+            tessera::test::FaultResource res;
+            bool fired = false;
+            {
+                World w(&res);
+                const auto keep = setup(w);
+                const long counted = Counted::live;
+                res.arm(k, mode);
+                bool threw = false;
+                try {
+                    op(w);
+                } catch (const std::bad_alloc&) {
+                    threw = true;
+                }
+                fired = res.fired();
+                res.disarm();
+                if (threw) {
+                    ASSERT_FALSE(w.deferring());
+                    if (settle) settle(w);
+                    ASSERT_EQ(difference(before, capture(w, {})), "");
+                    ASSERT_EQ(Counted::live, counted);
+                    op(w);
+                } else if (settle) {
+                    settle(w);
+                }
+                ASSERT_EQ(difference(after, capture(w, {})), "");
+            }
+            ASSERT_EQ(res.bytes_outstanding(), 0u);
+            if (!fired) break;
+        }
+    }
+}
+
+// Issue 34 item 3, in a world that can't be copied (Solo): init's spawns and the call's rows are
+// taken back, also when observers of those spawns spawn more while they apply.
+TEST(SpawnManyAllOrNothing, InitSpawnsInAWorldThatCantBeCopiedObserversSpawnToo) {
+    const MakeWorld make_world = [](World& w) {
+        (void)w.spawn(A{1}, Solo{1});
+        const Entity gone = w.spawn(A{2});
+        (void)w.spawn(Label{text(3)}, Counted{3});
+        (void)w.despawn(gone);  // a free list
+        auto keep = std::make_shared<std::vector<tessera::Observer>>();
+        keep->push_back(w.on_add<Label>([](World& world, Entity) {
+            (void)world.spawn(B{1, 1}, Counted{7});  // queued behind the rest
+        }));
+        keep->push_back(w.on_spawn([](World&, Entity) {}));
+        return std::shared_ptr<void>(keep);
+    };
+    sweep_spawn_many(make_world, [](World& w) {
+        (void)w.spawn_many(10, [&](std::size_t i, A& a, Solo& o) {
+            a.v = static_cast<std::int32_t>(i);
+            o.v = static_cast<int>(i);
+            if (i % 3 == 0) (void)w.spawn(Label{text(static_cast<int>(i))}, Solo{2});
+        });
+    });
+}
+
+// Commands left queued by an earlier failed flush apply first (program order) and keep the
+// flush's guarantee: after a failure, what is still queued applies at the next flush, and
+// nothing of the spawn_many remains, copyable world or not.
+TEST(SpawnManyAllOrNothing, CommandsLeftByAFailedFlushApplyFirstAndStay) {
+    for (const bool copyable : {true, false}) {
+        SCOPED_TRACE(copyable ? "copyable" : "with Solo");
+        const MakeWorld make_world = [copyable](World& w) {
+            const Entity a = w.spawn(A{1});
+            const Entity b = w.spawn(A{2}, B{2, 2});
+            if (!copyable) (void)w.spawn(Solo{1});
+            tessera::Observer boom =
+                w.on_add<Marker>([](World&, Entity) { throw std::runtime_error("boom"); });
+            w.defer_begin();
+            w.add(a, Marker{});
+            w.add(b, Label{text(4)});
+            (void)w.spawn(A{77}, Counted{77});
+            (void)w.remove<B>(b);
+            EXPECT_THROW(w.defer_end(), std::runtime_error);
+            EXPECT_FALSE(w.deferring());
+            return std::shared_ptr<void>();
+        };
+        const Op settle = [](World& w) { (void)w.flush(); };
+        sweep_spawn_many(
+            make_world,
+            [](World& w) {
+                (void)w.spawn_many(6, [&](std::size_t i, A& a) {
+                    a.v = 300 + static_cast<std::int32_t>(i);
+                    if (i % 2 == 0) (void)w.spawn(Label{text(static_cast<int>(i))});
+                });
+            },
+            settle);
+    }
 }
 
 }  // namespace

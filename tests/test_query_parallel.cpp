@@ -212,6 +212,7 @@ struct Fingerprint {
     std::size_t archetypes = 0;
     std::uint64_t tick = 0;
     bool note = false, ping_queue = false, observed = false;
+    std::vector<bool> switches;  // every kind's, and Extra's set switch
     std::size_t strings = 0;
     float position_sum = 0;
     int extra_sum = 0;
@@ -232,6 +233,11 @@ Fingerprint fingerprint(ts::World& w) {
     }
     f.observed = f.observed || obs.has(ts::Event::spawn) || obs.has(ts::Event::despawn) ||
                  obs.has<Link>(ts::Event::relate) || obs.has<Link>(ts::Event::unrelate);
+    for (const ts::Event k : {ts::Event::add, ts::Event::remove, ts::Event::set, ts::Event::spawn,
+                              ts::Event::despawn, ts::Event::relate, ts::Event::unrelate}) {
+        f.switches.push_back(obs.is_enabled(k));
+    }
+    f.switches.push_back(obs.is_enabled<Extra>(ts::Event::set));
     f.strings = std::as_const(w).strings().size();
     w.query<const Position&>().each([&](const Position& p) { f.position_sum += p.x + p.y; });
     w.query<const Extra&>().each([&](const Extra& x) { f.extra_sum += x.v; });
@@ -265,6 +271,9 @@ TEST(QueryParallel, EveryWorldChangeFromWorkersIsRefusedAndChangesNothing) {
     std::atomic<int> extra_sets{0};
     const ts::Observer watch =
         w.on_set<Extra>([&](ts::World&, ts::Entity) { extra_sets.fetch_add(1); });
+    ts::Observer resettable = w.on_despawn([](ts::World&, ts::Entity) {});
+    ts::Observer spare = w.on_spawn([](ts::World&, ts::Entity) {});
+    ts::Observers switches = w.observers();  // taken on the world's thread
 
     const std::vector<WorkerCall> calls = {
         {"World::spawn", [](ts::World& x, ts::Entity) { (void)x.spawn(); }},
@@ -353,6 +362,18 @@ TEST(QueryParallel, EveryWorldChangeFromWorkersIsRefusedAndChangesNothing) {
         {"Query::on_enter",
          [&](ts::World&, ts::Entity) { (void)extras.on_enter([](ts::World&, ts::Entity) {}); }},
         {"World::observers", [](ts::World& x, ts::Entity) { (void)x.observers(); }},
+        // The observers' switches and handles, taken before the loop (issue 34's last part).
+        {"Observers::enable",
+         [&](ts::World&, ts::Entity) { switches.enable(ts::Event::despawn, false); }},
+        {"Observers::enable",
+         [&](ts::World&, ts::Entity) { switches.enable<Extra>(ts::Event::set, false); }},
+        {"Observers::clear",
+         [&](ts::World&, ts::Entity) { (void)switches.clear<Extra>(ts::Event::set); }},
+        {"Observers::clear",
+         [&](ts::World&, ts::Entity) { (void)switches.clear(ts::Event::despawn); }},
+        {"Observer::reset", [&](ts::World&, ts::Entity) { resettable.reset(); }},
+        {"Observer::reset",
+         [&](ts::World&, ts::Entity) { resettable = std::move(spare); }},  // move assignment
         // Writes that would fire observers on workers.
         {"World::set", [&](ts::World& x, ts::Entity) { x.set(anchor, Extra{9}); }},
         {"World::modified", [&](ts::World& x, ts::Entity) { x.modified<Extra>(anchor); }},
@@ -389,6 +410,14 @@ TEST(QueryParallel, EveryWorldChangeFromWorkersIsRefusedAndChangesNothing) {
     }
     EXPECT_EQ(w.get_field<std::string_view>(anchor, label, "text"), "before");
     EXPECT_EQ(extra_sets.load(), 0);
+    EXPECT_TRUE(resettable.active());
+    EXPECT_TRUE(spare.active());
+    EXPECT_TRUE(watch.active());
+    // On the world's thread the same calls work.
+    switches.enable(ts::Event::despawn, false);
+    EXPECT_FALSE(switches.is_enabled(ts::Event::despawn));
+    resettable.reset();
+    EXPECT_FALSE(resettable.active());
     // Structural changes apply at once again (nothing left deferring or parallel).
     const ts::Entity e = w.spawn(Position{});
     EXPECT_TRUE(w.has<Position>(e));

@@ -824,3 +824,110 @@ TEST(WritesAfterQueuedChanges, AWriteOfAComponentStillToComeIsMissingComponent) 
     w.defer_end();
     EXPECT_EQ(w.get<Velocity>(e), (Velocity{1, 1}));
 }
+
+namespace {
+struct Rope {
+    int strength = 0;
+};
+}  // namespace
+
+// enable (typed and by id) after a queued remove of the same component: refused at the call (the
+// flag would go with the component), nothing changes, and the remove applies. After a queued add
+// of a component the entity has, the flag is kept by the add: enable goes through and stays.
+TEST(WritesAfterQueuedChanges, EnableAfterAQueuedRemoveIsRefusedAfterAnAddItWins) {
+    for (const bool by_id : {false, true}) {
+        SCOPED_TRACE(by_id ? "by id" : "typed");
+        ts::World w;
+        const ts::Entity e = w.spawn(Ai{1}, Position{});
+        const ts::Entity other = w.spawn(Ai{2});
+        const auto enable = [&](ts::Entity x, bool on) {
+            if (by_id)
+                w.enable(x, ts::component_id<Ai>(), on);
+            else
+                w.enable<Ai>(x, on);
+        };
+        w.defer_begin();
+        w.remove<Ai>(e);
+        try {
+            enable(e, false);
+            ADD_FAILURE() << "no error";
+        } catch (const ts::Error& err) {
+            EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+            const std::string what = err.what();
+            EXPECT_NE(what.find("World::enable"), std::string::npos) << what;
+            EXPECT_NE(what.find("queued remove of"), std::string::npos) << what;
+            EXPECT_NE(what.find("Ai"), std::string::npos) << what;
+        }
+        EXPECT_TRUE(w.is_enabled<Ai>(e));
+        enable(other, false);  // another entity is not concerned
+        w.defer_end();
+        EXPECT_FALSE(w.has<Ai>(e));
+        EXPECT_FALSE(w.is_enabled<Ai>(other));
+
+        w.defer_begin();
+        w.add(other, Ai{3});  // replaces the value; the flag stays
+        enable(other, true);
+        w.defer_end();
+        EXPECT_TRUE(w.is_enabled<Ai>(other));
+        EXPECT_EQ(w.get<Ai>(other).level, 3);
+    }
+}
+
+// Relation data written after a queued unrelate (which may remove the data with the last
+// target) or a queued relate (whose data replaces it) is refused at the call, through get_mut,
+// set, try_get_mut and relation<R>(e); nothing is written; the queued commands apply.
+TEST(WritesAfterQueuedChanges, RelationDataAfterAQueuedRelateOrUnrelateIsRefused) {
+    const std::vector<std::function<void(ts::World&, ts::Entity)>> writes = {
+        [](ts::World& w, ts::Entity e) { w.get_mut<Rope>(e).strength = 9; },
+        [](ts::World& w, ts::Entity e) { w.set(e, Rope{9}); },
+        [](ts::World& w, ts::Entity e) {
+            if (w.try_get_mut<Rope>(e) == nullptr)
+                throw ts::Error(ts::errc::invalid_argument, "null: queued relate or unrelate");
+        },
+        [](ts::World& w, ts::Entity e) { w.relation<Rope>(e)->strength = 9; },
+    };
+    enum Way { unrelate_one, unrelate_all, unrelate_span, relate_more };
+    for (const Way way : {unrelate_one, unrelate_all, unrelate_span, relate_more}) {
+        for (std::size_t k = 0; k < writes.size(); ++k) {
+            SCOPED_TRACE("way " + std::to_string(way) + ", write " + std::to_string(k));
+            ts::World w;
+            const ts::Entity a = w.spawn(Position{});
+            const ts::Entity t1 = w.spawn();
+            const ts::Entity t2 = w.spawn();
+            w.relate(a, Rope{1}, t1);
+            const ts::Entity b = w.spawn();
+            w.relate(b, Rope{5}, t1);
+            w.defer_begin();
+            if (way == unrelate_one) (void)w.unrelate<Rope>(a, t1);
+            if (way == unrelate_all) (void)w.unrelate<Rope>(a);
+            if (way == unrelate_span) {
+                const ts::Entity ts_[] = {t1, t2};
+                (void)w.unrelate<Rope>(a, std::span<const ts::Entity>(ts_));
+            }
+            if (way == relate_more) w.relate(a, Rope{7}, t2);
+            try {
+                writes[k](w, a);
+                ADD_FAILURE() << "no error";
+            } catch (const ts::Error& err) {
+                EXPECT_EQ(err.code(), ts::errc::invalid_argument);
+                const std::string what = err.what();
+                if (what.rfind("null", 0) != 0) {
+                    EXPECT_NE(what.find(way == relate_more ? "queued relate" : "queued unrelate"),
+                              std::string::npos)
+                        << what;
+                }
+            }
+            EXPECT_EQ(w.get<Rope>(a).strength, 1);
+            w.get_mut<Rope>(b).strength = 6;  // another source is not concerned
+            w.defer_end();
+            EXPECT_EQ(w.get<Rope>(b).strength, 6);
+            if (way == relate_more) {
+                EXPECT_EQ(w.get<Rope>(a).strength, 7);
+                w.get_mut<Rope>(a).strength = 8;  // applied: writable again
+                EXPECT_EQ(w.get<Rope>(a).strength, 8);
+            } else {
+                EXPECT_FALSE(w.has<Rope>(a));
+            }
+        }
+    }
+}

@@ -53,8 +53,8 @@ public:
     /// Takes over `other`'s subscription; `other` becomes empty.
     Observer(Observer&& other) noexcept
         : registry_(std::move(other.registry_)), id_(std::exchange(other.id_, 0)) {}
-    /// Unsubscribes this handle's subscription, then takes over `other`'s.
-    Observer& operator=(Observer&& other) noexcept {
+    /// Unsubscribes this handle's subscription, then takes over `other`'s. @throws like `reset`.
+    Observer& operator=(Observer&& other) {
         if (this != &other) {
             reset();
             registry_ = std::move(other.registry_);
@@ -64,16 +64,22 @@ public:
     }
     Observer(const Observer&) = delete;
     Observer& operator=(const Observer&) = delete;
-    ~Observer() { reset(); }
+    /// Unsubscribes. Not on a `par_each` worker of the world (a destructor can't report it:
+    /// builds with assertions on stop there, docs/threading.md).
+    ~Observer() { release(); }
 
     /// Unsubscribes now (no effect on an empty handle or once the world is destroyed).
-    void reset() noexcept;
+    /// @throws Error(invalid_argument) on a `par_each` worker of the world (nothing changes).
+    void reset();
     /// Whether the handle holds a subscription of a live world.
     [[nodiscard]] bool active() const noexcept;
     /// `active()`.
     explicit operator bool() const noexcept { return active(); }
 
 private:
+    /// `reset` for the destructor: asserts instead of throwing on a worker.
+    void release() noexcept;
+
     std::weak_ptr<detail::ObserverRegistry> registry_;
     std::uint64_t id_ = 0;
 };
@@ -86,7 +92,8 @@ public:
     explicit Observers(detail::ObserverRegistry& registry) noexcept : registry_(&registry) {}
 
     /// Turns every observer of `kind` on or off.
-    void enable(Event kind, bool on = true) noexcept;
+    /// @throws Error(invalid_argument) on a `par_each` worker of the world (nothing changes).
+    void enable(Event kind, bool on = true);
     /// Turns the observers of `kind` for component `T` on or off (`add`, `remove`, `set`, and
     /// `relate`/`unrelate` of relation `T`). @throws Error(invalid_argument) for another kind.
     template <class T>
@@ -95,7 +102,7 @@ public:
     }
     /// Turns the observers of `kind` for component `id` on or off (kinds as for `enable<T>`).
     /// @throws Error(not_registered) for an id no component has, Error(invalid_argument) for
-    /// another kind (nothing changes).
+    /// another kind or on a `par_each` worker of the world (nothing changes).
     void enable(Event kind, ComponentId id, bool on);
     /// Whether `kind` is on.
     [[nodiscard]] bool is_enabled(Event kind) const noexcept;
@@ -119,11 +126,12 @@ public:
     /// Ends every subscription to `kind` for component `id` (for `spawn` and `despawn`, every
     /// one of that kind); their handles become inactive. Returns how many ended. A
     /// subscription to several types (`on_add<A, B>`) keeps its other types. 0 for an id no
-    /// component has (spawn and despawn aside).
-    std::size_t clear(Event kind, ComponentId id = {}) noexcept;
+    /// component has (spawn and despawn aside). @throws Error(invalid_argument) on a
+    /// `par_each` worker of the world (nothing changes).
+    std::size_t clear(Event kind, ComponentId id = {});
     /// `clear` for `T`.
     template <class T>
-    std::size_t clear(Event kind) noexcept {
+    std::size_t clear(Event kind) {
         return clear(kind, detail::lookup_id<T>());
     }
     /// Number of live subscriptions, counting each type of one to several types.

@@ -184,6 +184,9 @@ private:
 void check_spec(const QuerySpec& spec, const char* op);
 /// Throws Error(invalid_argument): `op` was given a query of another world.
 [[noreturn]] void throw_foreign_query(const char* op);
+/// `world.despawn(doomed)` for `despawn_all`, which began a run of `state`: ends the run once
+/// every entity died (also when an observer threw then), not when the despawn failed.
+std::size_t despawn_run(World& world, QueryState& state, std::span<const Entity> doomed);
 
 }  // namespace detail
 
@@ -737,9 +740,20 @@ std::size_t World::despawn_all(Query<Terms...>& query) {
         }
         return despawn_tables(tables);
     }
+    // The rows `each` visits, read without a run (no stamps or tick): a failure changes nothing.
     std::pmr::vector<Entity> doomed(storage_->resource());
-    query.each([&doomed](Entity e, auto&&...) { doomed.push_back(e); });
-    return despawn(std::span<const Entity>(doomed));
+    state.begin_run();
+    for (const std::uint32_t index : matched) {
+        const detail::Archetype& a = storage_->archetype(index);
+        const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
+        const bool gate = query.gated(a);
+        for (std::uint32_t i = 0; i < a.size; ++i) {
+            if (gate && !(Query<Terms...>::enabled_row(flags, i) && state.gates_pass(a, i)))
+                continue;
+            if (state.filters().empty() || state.passes(a, i)) doomed.push_back(a.entities[i]);
+        }
+    }
+    return detail::despawn_run(*this, state, doomed);
 }
 
 template <class F>

@@ -141,12 +141,12 @@ public:
     /// returns. `init` may take no components (`init(std::size_t)`): empty entities. All or
     /// nothing: if `init` throws, an allocation fails, or applying what `init` queued throws,
     /// nothing is spawned, nothing `init` queued stays, and the entity index (generations, free
-    /// list) is as before (observers that ran stay run). To be able to put it back, a call
-    /// whose `init` changed the world keeps a copy of the world's state until those changes
-    /// are applied: O(entities + values) more. In a world with a component that can't be
-    /// copied, or with commands still queued from an earlier failed flush, it keeps none: a
-    /// failure while those changes apply then leaves the new entities, with that change and
-    /// the ones after it queued, as at the end of a loop.
+    /// list) is as before (observers that ran stay run). To put it back, a call whose `init`
+    /// only spawned takes its rows and ids back (O(spawns)); otherwise (or if observers could
+    /// do more) it keeps a copy of the state until `init`'s changes apply (O(entities +
+    /// values)); a world with a component that can't be copied has none, and such a failure
+    /// then leaves the new entities, that change and the rest queued. Commands an earlier
+    /// failed flush left queued apply first, with that flush's guarantee.
     template <class Init>
     std::span<const Entity> spawn_many(std::size_t n, Init&& init);
 
@@ -190,10 +190,10 @@ public:
     std::size_t despawn(std::span<const Entity> entities);
 
     /// Despawns every entity `query` matches (the ones its `each` visits: enable flags and
-    /// change filters apply, the latter counting as a run of the query) and returns how many,
-    /// as `despawn(span)` does with them in table order. Tables matched whole, with nothing
-    /// observed, are freed whole: O(tables + entities), no row moves. Include
-    /// `<tessera/query.hpp>` to call it (its body is there).
+    /// change filters apply; a since-last-run filter counts it as a run once it succeeded; no
+    /// term stamps a row) and returns how many, as `despawn(span)` in table order. Whole tables
+    /// with nothing observed are freed whole: O(tables + entities). Include `<tessera/query.hpp>`
+    /// to call it (its body is there).
     /// @throws Error(invalid_argument) for a query of another world,
     /// Error(permanent_entity) like `despawn(span)`.
     template <class... Terms>
@@ -366,7 +366,7 @@ public:
     /// its terms or a `with` filter is disabled; chunk loops see the flags
     /// (`Chunk::enabled<T>()`). Tags can be enableable too. Never moves a row, fires no event.
     /// @throws Error(not_enableable) unless `component_traits<T>::enableable`, Error(not_alive),
-    /// Error(missing_component)
+    /// Error(missing_component), Error(invalid_argument) while a remove of `T` from `e` is queued
     template <class T>
     void enable(Entity e, bool on = true);
 
@@ -447,7 +447,7 @@ public:
     [[nodiscard]] T get_field(Entity e, ComponentId id, std::size_t field) const;
     /// Turns `e`'s component `id` on or off (like `enable<T>`). @throws Error(not_enableable)
     /// unless the component is enableable, Error(not_alive), Error(missing_component),
-    /// Error(not_registered).
+    /// Error(not_registered), Error(invalid_argument) as `enable<T>`.
     void enable(Entity e, ComponentId id, bool on = true);
     /// Whether `e`'s component `id` is enabled. @throws like `enable`.
     [[nodiscard]] bool is_enabled(Entity e, ComponentId id) const;
@@ -660,8 +660,8 @@ public:
     template <class R>
     [[nodiscard]] std::span<const Entity> sources(Entity target) const noexcept;
     /// `e`'s `R` data (the one value per entity and relation type), or null without an `R`
-    /// relation. The mutable form marks it changed (like `get_mut`). Valid until the next
-    /// structural change.
+    /// relation. The mutable form marks it changed and throws like `get_mut` (also while a
+    /// relate or unrelate of `e`'s `R` is queued). Valid until the next structural change.
     template <class R>
     R* relation(Entity e);
     /// `e`'s `R` data read-only (marks nothing), or null without an `R` relation.

@@ -352,6 +352,9 @@ public:
     /// free list (or past the end) exactly as before, generations unchanged, so the next spawns
     /// get the ids they would have got had these never been made.
     void release_pending(IndexMark mark, std::span<const Entity> spawned) noexcept;
+    /// `release_pending` for entities that may have been placed since: each placed one's row,
+    /// which must be among the last rows of its table (nothing but spawns since), goes first.
+    void take_back_spawned(IndexMark mark, std::span<const Entity> spawned) noexcept;
     /// The index the next spawn will take.
     [[nodiscard]] std::uint32_t next_index() const noexcept {
         return free_head_ != no_index ? free_head_ : record_count_;

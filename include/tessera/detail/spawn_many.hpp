@@ -15,26 +15,34 @@ namespace tessera {
 
 namespace detail {
 
-/// `spawn_many`'s way back when its `init` changed the world (src/spawn_rollback.cpp): a copy
-/// of the world's state from before the commit, put back if applying those changes fails.
+/// `spawn_many`'s way back when its `init` changed the world (src/spawn_rollback.cpp): the
+/// call's rows and ids taken back when `init` only spawned (they are the last rows of their
+/// tables until the queue applies), else a copy of the state from before the commit.
 class SpawnRollback {
 public:
     SpawnRollback() noexcept = default;
     SpawnRollback(const SpawnRollback&) = delete;
     SpawnRollback& operator=(const SpawnRollback&) = delete;
     ~SpawnRollback();
-    /// Copies `s`'s state (O(entities + values)) and notes the entities `init` spawned (pending,
-    /// queued since `queue_mark`). False, keeping nothing, when commands from before the call
-    /// are queued or a component can't be copied. @throws std::bad_alloc.
-    bool save(Storage& s, std::size_t queue_mark, Storage::IndexMark index_mark);
-    /// Puts the saved state back, drops every queued command and gives the indices of
-    /// `init`'s spawns back as they were. Precondition: `save` returned true.
+    /// Before the commit of `n` rows, with init's commands (everything queued, since
+    /// `queue_mark`) in the queue: notes init's spawns, or copies the state (O(entities +
+    /// values)). Stays inactive when neither can undo them. @throws std::bad_alloc.
+    void save(Storage& s, std::size_t queue_mark, Storage::IndexMark index_mark, std::size_t n);
+    /// After the commit: the call's own entities (room reserved by `save`).
+    void committed(std::span<const Entity> own) noexcept;
+    /// Ends the call's deferral and applies the queue; a failure puts the world back, rethrown.
+    void apply(Storage& s);
+    /// Puts the world back as before the call, queue emptied. Precondition: active, undeferred.
     void restore(Storage& s) noexcept;
-    [[nodiscard]] bool active() const noexcept { return copy_ != nullptr; }
+    [[nodiscard]] bool active() const noexcept { return copy_ != nullptr || truncate_; }
 
 private:
     Storage* copy_ = nullptr;
-    std::pmr::vector<Entity>* pending_ = nullptr;
+    bool truncate_ = false;
+    /// The call's spawns in the order their ids were taken: init's, its own, then observers'
+    /// met while applying (truncation); the counts of the first two, and of spawns met.
+    std::pmr::vector<Entity>* taken_ = nullptr;
+    std::size_t init_spawns_ = 0, own_ = 0, places_seen_ = 0;
     std::pmr::memory_resource* resource_ = nullptr;
     Storage::IndexMark index_mark_{};
 };
@@ -70,14 +78,18 @@ void check_spawn_many_init(std::tuple<Index, Ts...>*) noexcept {
 /// all `n` are committed at once, their spawn observers fire, and what was queued is applied.
 /// Until the commit nothing is visible; a failure before it (an exception from `init`,
 /// bad_alloc) destroys the rows and takes back what `init` queued, the entity index included.
-/// When `init` queued changes, a copy of the state is kept until they are applied: a failure
-/// after the commit puts it back (`SpawnRollback`).
+/// When `init` queued changes, a failure after the commit while they apply puts the world back
+/// (`SpawnRollback`).
 template <class Init, class Index, class... Ts>
 std::span<const Entity> spawn_many_now(Storage& s, std::size_t n, Init& init,
                                        std::tuple<Index, Ts...>*) {
     const std::array<ComponentId, sizeof...(Ts)> ids{component_id<std::remove_cvref_t<Ts>>()...};
     if (relation_only_v<Ts...> || s.relations() != nullptr) [[unlikely]]
         s.check_plain(ids, "World::spawn_many");
+    // What an earlier failed flush left goes first, as in program order: the queue then holds
+    // only this call's commands, which a failure takes back whole.
+    if (!s.deferred().empty()) [[unlikely]]
+        flush(s);
     const auto bundle = s.bundle(bundle_id<std::remove_cvref_t<Ts>...>(), ids);
     Archetype& a = *bundle.archetype;
     s.reserve_spawn(a, n);
@@ -109,9 +121,8 @@ std::span<const Entity> spawn_many_now(Storage& s, std::size_t n, Init& init,
         s.reserve_spawn(a, n);
         copy = guard.queued() || s.hooked(a);
         if (copy) s.spawned().reserve(n);
-        // The state before the call, but for the pending spawns of init (the new rows are not
-        // committed yet): what a failure while init's changes apply puts back.
-        if (guard.queued()) (void)rollback.save(s, guard.queue_mark(), guard.index_mark());
+        // What a failure while init's changes apply needs to put the world back.
+        if (guard.queued()) rollback.save(s, guard.queue_mark(), guard.index_mark(), n);
     } catch (...) {
         s.destroy_rows(a, first, constructed);
         (void)s.leave_defer();  // the guard takes back what was queued: nothing to apply
@@ -119,6 +130,7 @@ std::span<const Entity> spawn_many_now(Storage& s, std::size_t n, Init& init,
     }
     guard.release();
     std::span<const Entity> out = s.commit_spawn_many(a, n);
+    rollback.committed(out);
     if (copy) {
         s.spawned().assign(out.begin(), out.end());  // capacity reserved: no throw
         out = s.spawned();
@@ -140,12 +152,7 @@ std::span<const Entity> spawn_many_now(Storage& s, std::size_t n, Init& init,
         end_defer(s);
         return out;
     }
-    try {
-        end_defer(s);
-    } catch (...) {
-        rollback.restore(s);  // nothing of the call stays: not the entities, not init's changes
-        throw;
-    }
+    rollback.apply(s);  // a failure leaves nothing of the call: no entity, none of init's changes
     return out;
 }
 

@@ -635,7 +635,7 @@ std::uint64_t World::added_tick(Entity e) {
 
 template <class T>
 void World::enable(Entity e, bool on) {
-    storage_->enable_flag(e, component_id<T>(), "World::enable") = on ? 1 : 0;
+    enable(e, component_id<T>(), on);
 }
 
 template <class T>
