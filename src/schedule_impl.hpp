@@ -6,6 +6,7 @@
 #include <tessera/error.hpp>
 #include <tessera/schedule.hpp>
 
+#include "schedule_trace.hpp"
 #include "utf8.hpp"
 
 #include <tbb/task_arena.h>
@@ -127,6 +128,9 @@ struct Schedule::Impl {
     bool profiling = false;
     std::size_t workers = 0;                 ///< Schedule(workers); 0: oneTBB's default arena
     std::unique_ptr<tbb::task_arena> arena;  ///< for workers > 1, made on the first run
+    std::unique_ptr<detail::Trace> trace;    ///< `trace_to` in progress (schedule_trace.cpp)
+    /// The trace recording the frame that runs now, else null: `run_one` records into it.
+    detail::Trace* tracing = nullptr;
 
     /// The schedule's own arena (workers > 1; made on first use), else null.
     tbb::task_arena* own_arena();
@@ -160,7 +164,9 @@ struct Schedule::Impl {
     /// The sync point of one system: applies its commands and events (`ok`) or drops them.
     /// Returns what applying them threw (the rest of them dropped), or null.
     std::exception_ptr sync(SystemEntry& s, World& w, bool ok) noexcept;
+    /// One frame, traced when a trace is in progress (schedule_trace.cpp).
     void run(World& w, int workers, tbb::task_arena* arena, float dt, std::string_view group);
+    void run_frame(World& w, int workers, tbb::task_arena* arena, float dt, std::string_view group);
 };
 
 }  // namespace tessera
