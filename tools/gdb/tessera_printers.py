@@ -21,7 +21,7 @@ import gdb.printing
 import gdb.types
 
 # Past these counts memory is taken as garbage (a dangling or uninitialised object).
-_MAX_ITEMS = 1 << 24
+_MAX_ITEMS = 1 << 22
 _MAX_SHOWN = 64  # component names / matched tables spelled out in one line
 
 # Archetype indices of the core (include/tessera/detail/core.hpp).
@@ -45,24 +45,40 @@ def _int(value):
     return int(_check(value))
 
 
+class _Items:
+    """The elements of a contiguous range, read from the inferior only when asked for."""
+
+    def __init__(self, start, n):
+        if n < 0 or n > _MAX_ITEMS:
+            raise _Unreadable("a range of %d elements" % n)
+        self._start = start
+        self._n = n
+
+    def __len__(self):
+        return self._n
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self._start[k] for k in range(*i.indices(self._n))]
+        if not 0 <= i < self._n:
+            raise IndexError(i)
+        return self._start[i]
+
+    def __iter__(self):
+        return (self._start[k] for k in range(self._n))
+
+
 def _vector(v):
-    """The elements of a std::vector (any allocator, std::pmr included) as gdb.Values."""
+    """The elements of a std::vector (any allocator, std::pmr included)."""
     impl = _check(v)["_M_impl"]
     start = impl["_M_start"]
-    n = int(impl["_M_finish"] - start)
-    if n < 0 or n > _MAX_ITEMS:
-        raise _Unreadable("a vector of %d elements" % n)
-    return [start[i] for i in range(n)]
+    return _Items(start, int(impl["_M_finish"] - start))
 
 
 def _span(s):
     """The elements of a std::span with a dynamic extent."""
     s = _check(s)
-    ptr = s["_M_ptr"]
-    n = int(s["_M_extent"]["_M_extent_value"])
-    if n < 0 or n > _MAX_ITEMS:
-        raise _Unreadable("a span of %d elements" % n)
-    return [ptr[i] for i in range(n)]
+    return _Items(s["_M_ptr"], int(s["_M_extent"]["_M_extent_value"]))
 
 
 def _string_view(sv):
