@@ -1,6 +1,7 @@
 // Schedule internals: a system's entry, a phase's graph, and Schedule::Impl. Building the phases'
 // graphs is in schedule_build.cpp, running them (inline or on oneTBB, sync points) in
-// schedule_run.cpp, the public members of Schedule and SystemConfig in schedule.cpp.
+// schedule_run.cpp, the public members of Schedule and SystemConfig in schedule.cpp, traces of
+// frames (trace_to, and the frame entry point that records them) in schedule_trace.cpp.
 #pragma once
 
 #include <tessera/error.hpp>
