@@ -1,11 +1,13 @@
 // Schedule internals: a system's entry, a phase's graph, and Schedule::Impl. Building the phases'
 // graphs is in schedule_build.cpp, running them (inline or on oneTBB, sync points) in
-// schedule_run.cpp, the public members of Schedule and SystemConfig in schedule.cpp.
+// schedule_run.cpp, the public members of Schedule and SystemConfig in schedule.cpp, traces of
+// frames (trace_to, and the frame entry point that records them) in schedule_trace.cpp.
 #pragma once
 
 #include <tessera/error.hpp>
 #include <tessera/schedule.hpp>
 
+#include "schedule_trace.hpp"
 #include "utf8.hpp"
 
 #include <tbb/task_arena.h>
@@ -127,6 +129,9 @@ struct Schedule::Impl {
     bool profiling = false;
     std::size_t workers = 0;                 ///< Schedule(workers); 0: oneTBB's default arena
     std::unique_ptr<tbb::task_arena> arena;  ///< for workers > 1, made on the first run
+    std::unique_ptr<detail::Trace> trace;    ///< `trace_to` in progress (schedule_trace.cpp)
+    /// The trace recording the frame that runs now, else null: `run_one` records into it.
+    detail::Trace* tracing = nullptr;
 
     /// The schedule's own arena (workers > 1; made on first use), else null.
     tbb::task_arena* own_arena();
@@ -160,7 +165,9 @@ struct Schedule::Impl {
     /// The sync point of one system: applies its commands and events (`ok`) or drops them.
     /// Returns what applying them threw (the rest of them dropped), or null.
     std::exception_ptr sync(SystemEntry& s, World& w, bool ok) noexcept;
+    /// One frame, traced when a trace is in progress (schedule_trace.cpp).
     void run(World& w, int workers, tbb::task_arena* arena, float dt, std::string_view group);
+    void run_frame(World& w, int workers, tbb::task_arena* arena, float dt, std::string_view group);
 };
 
 }  // namespace tessera

@@ -76,8 +76,9 @@ void Schedule::Impl::check_resources(SystemEntry& s, const World& w, const char*
 void Schedule::Impl::run_one(SystemEntry& s, World& w, std::uint64_t tick, float dt, bool measure) {
     detail::Storage& storage = w.storage();
     const detail::SystemRun run{&w, &s.commands, dt, tick, s.last_tick, s.access.exclusive};
-    const auto start =
-        measure ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    detail::Trace* const trace = tracing;
+    const auto start = measure || trace != nullptr ? std::chrono::steady_clock::now()
+                                                   : std::chrono::steady_clock::time_point{};
     if (s.shared_world) {
         // A declared World& system shares the world with the systems beside it: on this thread
         // the world's tick reads as its own (its writes are stamped with it), and its queries
@@ -103,16 +104,20 @@ void Schedule::Impl::run_one(SystemEntry& s, World& w, std::uint64_t tick, float
     } else {
         s.system->run(run);
     }
-    if (measure) {
-        s.duration_ns =
-            static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                           std::chrono::steady_clock::now() - start)
-                                           .count());
-        if (profiling) s.history[s.runs++ % history_size] = s.duration_ns;
+    if (measure || trace != nullptr) {
+        const auto end = std::chrono::steady_clock::now();
+        if (trace != nullptr) [[unlikely]]
+            trace->record(s.name, s.phase, start, end);
+        if (measure) {
+            s.duration_ns = static_cast<std::uint64_t>(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
+            if (profiling) s.history[s.runs++ % history_size] = s.duration_ns;
+        }
     }
 }
 
 void Schedule::Impl::run_inline(PhaseGraph& g, PhaseRun& r, World& w, float dt, bool measure) {
+    const bool plain = !measure && tracing == nullptr;  // neither timed nor traced
     for (std::size_t k = 0; k < g.order.size(); ++k) {
         if (r.skipped[k] || r.ticks[k] == 0) {
             if (r.skipped[k]) {
@@ -122,7 +127,7 @@ void Schedule::Impl::run_inline(PhaseGraph& g, PhaseRun& r, World& w, float dt, 
         }
         try {
             SystemEntry& s = *g.order[k];
-            if (!measure && !s.takes_world) {  // run_one's common case, inline
+            if (plain && !s.takes_world) {  // run_one's common case, inline
                 const detail::SystemRun run{&w, &s.commands, dt, r.ticks[k], s.last_tick, false};
                 s.system->run(run);
             } else {
@@ -440,8 +445,8 @@ void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_a
     }
 }
 
-void Schedule::Impl::run(World& w, int workers, tbb::task_arena* arena, float dt,
-                         std::string_view group) {
+void Schedule::Impl::run_frame(World& w, int workers, tbb::task_arena* arena, float dt,
+                               std::string_view group) {
     build();
     // A frame takes at most a tick per system and one per phase: refuse it, before anything
     // runs, when that would take the world tick past World::max_tick.

@@ -4,6 +4,12 @@
 
 #include <sstream>
 
+#ifdef TESSERA_GDB_SCRIPTS
+// The gdb pretty-printers, in this object's .debug_gdb_scripts section (cmake/GdbScripts.cmake):
+// every program that makes a World links this file.
+#include "tessera_gdb_scripts.inc"
+#endif
+
 namespace tessera {
 
 namespace {

@@ -1,17 +1,23 @@
 // Schedules (schedule.hpp), continued: declared-access World& systems sharing the world (their
 // own ticks, overlapping in time), systems reporting failure through ts::Status, groups
-// (`run(world, dt, group)`) and the automatic choice between inline and parallel phases.
+// (`run(world, dt, group)`), the automatic choice between inline and parallel phases, and
+// traces of a schedule's frames (`trace_to`).
 #include <tessera/tessera.hpp>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -397,4 +403,153 @@ TEST(ScheduleParallelChoice, TheAutomaticChoiceGivesTheSameWorldAsOneWorker) {
         return std::make_pair(out, world.tick());
     };
     EXPECT_EQ(play(2), play(1));
+}
+
+// ------------------------------------------------------------------------------------- traces
+
+namespace trace_test {
+
+/// A fresh path in the temporary directory, removed when the test ends.
+struct TempFile {
+    std::filesystem::path path;
+    explicit TempFile(const std::string& name)
+        : path(std::filesystem::temp_directory_path() /
+               (name + "-" + std::to_string(::testing::UnitTest::GetInstance()->random_seed()) +
+                ".json")) {
+        std::filesystem::remove(path);
+    }
+    ~TempFile() { std::filesystem::remove(path); }
+};
+
+nlohmann::json read_json(const std::filesystem::path& path) {
+    std::ifstream in(path);
+    return nlohmann::json::parse(in);
+}
+
+/// The complete ("X") events of a trace.
+std::vector<nlohmann::json> complete_events(const nlohmann::json& trace) {
+    std::vector<nlohmann::json> out;
+    for (const nlohmann::json& e : trace.at("traceEvents")) {
+        if (e.at("ph") == "X") out.push_back(e);
+    }
+    return out;
+}
+
+/// Four systems that don't conflict (so a parallel phase overlaps them), each with some work.
+void add_systems(ts::Schedule& s) {
+    auto busy = [](auto& v, auto fn) {
+        for (int round = 0; round < 20; ++round) v.each(fn);
+    };
+    s.add("move", [busy](ts::View<Position&> v) { busy(v, [](Position& p) { p.x += 1; }); });
+    s.add("steer", [busy](ts::View<Velocity&> v) { busy(v, [](Velocity& d) { d.dy *= 0.5f; }); });
+    s.add("heal", [busy](ts::View<Health&> v) { busy(v, [](Health& h) { h.hp += 1; }); });
+    s.add("reload", [busy](ts::View<Ammo&> v) { busy(v, [](Ammo& a) { a.rounds += 1; }); });
+}
+
+void populate(ts::World& world) {
+    for (int i = 0; i < 5000; ++i)
+        world.spawn(Position{float(i), 0}, Velocity{1, 1}, Health{i}, Ammo{i});
+}
+
+}  // namespace trace_test
+
+TEST(ScheduleTrace, RecordsOneEventPerSystemRunOnTheTrackOfItsWorker) {
+    using namespace trace_test;
+    const TempFile file("tessera-trace");
+    ts::World world;
+    populate(world);
+    ts::Schedule s(4);
+    add_systems(s);
+    s.set_parallel_threshold(std::chrono::nanoseconds{0});  // every phase runs in parallel
+    s.run(world);                                           // not traced
+    s.trace_to(file.path.string(), 3);
+    s.run(world);
+    s.run(world);
+    // Opened at once (a bad path throws from trace_to), written when the last frame ends.
+    EXPECT_EQ(std::filesystem::file_size(file.path), 0u);
+    s.run(world);
+    s.run(world);  // not traced
+
+    const nlohmann::json trace = read_json(file.path);
+    const std::vector<nlohmann::json> events = complete_events(trace);
+    ASSERT_EQ(events.size(), 4u * 3u);  // systems x frames
+    std::map<std::string, int> runs;
+    std::map<int, std::vector<std::pair<double, double>>> by_track;
+    std::set<int> frames;
+    for (const nlohmann::json& e : events) {
+        ++runs[e.at("name").get<std::string>()];
+        EXPECT_EQ(e.at("pid"), 1);
+        EXPECT_EQ(e.at("cat"), "update");
+        EXPECT_GE(e.at("dur").get<double>(), 0.0);
+        EXPECT_GE(e.at("ts").get<double>(), 0.0);
+        frames.insert(e.at("args").at("frame").get<int>());
+        by_track[e.at("tid").get<int>()].emplace_back(
+            e.at("ts").get<double>(), e.at("ts").get<double>() + e.at("dur").get<double>());
+    }
+    EXPECT_EQ(runs,
+              (std::map<std::string, int>{{"heal", 3}, {"move", 3}, {"reload", 3}, {"steer", 3}}));
+    EXPECT_EQ(frames, (std::set<int>{0, 1, 2}));
+    // A worker runs one system at a time: the events of a track don't overlap.
+    for (auto& [track, spans] : by_track) {
+        EXPECT_GE(track, 0);
+        std::sort(spans.begin(), spans.end());
+        for (std::size_t i = 1; i < spans.size(); ++i)
+            EXPECT_LE(spans[i - 1].second, spans[i].first + 1e-3) << "track " << track;
+    }
+    // Each track is named for the viewers.
+    std::set<int> named;
+    for (const nlohmann::json& e : trace.at("traceEvents")) {
+        if (e.at("ph") == "M" && e.at("name") == "thread_name")
+            named.insert(e.at("tid").get<int>());
+    }
+    for (const auto& [track, spans] : by_track) EXPECT_TRUE(named.count(track)) << track;
+}
+
+TEST(ScheduleTrace, OneWorkerRunsEverySystemOnTrackZero) {
+    using namespace trace_test;
+    const TempFile file("tessera-trace-one");
+    ts::World world;
+    populate(world);
+    ts::Schedule s(1);
+    add_systems(s);
+    s.trace_to(file.path.string(), 2);
+    s.run(world);
+    s.run(world);
+    const std::vector<nlohmann::json> events = complete_events(read_json(file.path));
+    ASSERT_EQ(events.size(), 4u * 2u);
+    for (const nlohmann::json& e : events) EXPECT_EQ(e.at("tid"), 0);
+}
+
+TEST(ScheduleTrace, TheDestructorWritesTheFramesTracedSoFar) {
+    using namespace trace_test;
+    const TempFile file("tessera-trace-partial");
+    {
+        ts::World world;
+        populate(world);
+        ts::Schedule s(2);
+        add_systems(s);
+        s.trace_to(file.path.string(), 10);
+        s.run(world);
+        s.run(world);
+    }
+    EXPECT_EQ(complete_events(read_json(file.path)).size(), 4u * 2u);
+}
+
+TEST(ScheduleTrace, ABadPathOrNoFramesIsInvalidArgument) {
+    ts::Schedule s(1);
+    const std::string bad = "/nonexistent-tessera-dir/trace.json";
+    try {
+        s.trace_to(bad, 3);
+        FAIL() << "trace_to did not throw";
+    } catch (const ts::Error& e) {
+        EXPECT_EQ(e.code(), ts::errc::invalid_argument);
+        EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+    const trace_test::TempFile file("tessera-trace-zero");
+    try {
+        s.trace_to(file.path.string(), 0);
+        FAIL() << "trace_to did not throw";
+    } catch (const ts::Error& e) {
+        EXPECT_EQ(e.code(), ts::errc::invalid_argument);
+    }
 }

@@ -44,11 +44,13 @@ struct Options {
     bool verify = false;
     std::uint32_t render_every = 0;  ///< 0 = no map
     std::string json_path;
-    int inspect_port = -1;  ///< -1 = no inspector
-    std::uint32_t fps = 0;  ///< frame-rate cap, 0 = none (30 with --inspect)
+    std::string trace_path;  ///< empty = no trace
+    int inspect_port = -1;   ///< -1 = no inspector
+    std::uint32_t fps = 0;   ///< frame-rate cap, 0 = none (30 with --inspect)
 };
 
 constexpr std::uint32_t kDefaultRenderEvery = 25;
+constexpr std::uint32_t kTraceFrames = 10;  ///< --trace records the last this many frames
 
 void usage(std::ostream& out) {
     out << "usage: arena [options]\n"
@@ -69,6 +71,10 @@ void usage(std::ostream& out) {
         << ");\n"
            "                 R = red, B = blue (lower case: sparse), * = both, . = empty\n"
            "  --json FILE    write per-frame statistics as JSON to FILE\n"
+           "  --trace FILE   write a trace of the last "
+        << kTraceFrames
+        << " frames' system runs to FILE (Chrome\n"
+           "                 trace-event JSON: open it in ui.perfetto.dev or chrome://tracing)\n"
            "  --inspect PORT serve the world inspector (web page and JSON API) on\n"
            "                 http://127.0.0.1:PORT/ while the battle runs (0: any free port);\n"
            "                 frames are capped at 30 per second then (see --fps)\n"
@@ -131,6 +137,10 @@ Options parse(int argc, char** argv) {
             }
         } else if (arg == "--json") {
             o.json_path = std::string(value());
+        } else if (arg == "--trace") {
+            o.trace_path = std::string(value());
+            // Fail now rather than after the battle: Schedule::trace_to opens it again later.
+            if (!std::ofstream(o.trace_path)) fail("--trace: cannot write " + o.trace_path);
         } else if (arg == "--inspect") {
             number(o.inspect_port, 0);
             if (o.inspect_port > 65535)
@@ -253,6 +263,10 @@ RunResult run(const arena::Config& config, int workers, const Options& o, bool s
     }
     nlohmann::json frames = nlohmann::json::array();
     const bool json = show && !o.json_path.empty();
+    // The last frames are traced (the schedule writes the file when the last one ends).
+    const bool trace = show && !o.trace_path.empty();
+    const std::uint32_t first_traced =
+        config.frames > kTraceFrames ? config.frames - kTraceFrames + 1 : 1;
 
 #ifdef TESSERA_ARENA_INSPECT
     // The inspector reads and edits the world between frames, on this thread.
@@ -269,6 +283,8 @@ RunResult run(const arena::Config& config, int workers, const Options& o, bool s
 #ifdef TESSERA_ARENA_INSPECT
         if (inspector) inspector->update(battle.world(), &battle.schedule());
 #endif
+        if (trace && f == first_traced)
+            battle.schedule().trace_to(o.trace_path, config.frames - first_traced + 1);
         battle.step();
         const double ms =
             std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0)
@@ -319,6 +335,10 @@ RunResult run(const arena::Config& config, int workers, const Options& o, bool s
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (bar) std::printf("\n");
+    if (trace) {
+        std::cout << "trace: frames " << first_traced << "-" << config.frames << " in "
+                  << o.trace_path << "\n";
+    }
 
     ts::World& world = battle.world();
     r.hash = battle.hash();

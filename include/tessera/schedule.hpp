@@ -280,6 +280,16 @@ public:
     /// order. Builds the schedule when needed (@throws its build errors). O(systems x 128).
     [[nodiscard]] std::vector<SystemStats> stats();
 
+    /// Traces the next `frames` runs (`run`, any group; not `run_system`) to `path` as Chrome
+    /// trace-event JSON, which chrome://tracing and ui.perfetto.dev open (docs/systems.md): one
+    /// complete event per system run, named after the system, on the track (`tid`) of the worker
+    /// thread that ran it. The file is written when the last of those frames ends, or, with the
+    /// frames traced so far, by a later `trace_to` or the schedule's destructor. Not tracing
+    /// costs a branch per system run. @throws Error(invalid_argument) naming `path` when it
+    /// can't be opened for writing (and from the last traced `run` when writing fails), or for
+    /// 0 frames.
+    void trace_to(const std::string& path, std::size_t frames);
+
     struct Impl;
 
 private:

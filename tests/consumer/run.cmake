@@ -23,6 +23,11 @@ function(run_step what)
 endfunction()
 
 run_step("install" "${CMAKE_COMMAND}" --install "${TESSERA_BUILD_DIR}" --prefix "${prefix}")
+# The gdb pretty-printers, to `source` by hand (docs/debugging.md).
+file(GLOB_RECURSE installed_printers "${prefix}/*/tessera/gdb/tessera_printers.py")
+if(NOT installed_printers)
+    message(FATAL_ERROR "consumer test: cmake --install put no tessera/gdb/tessera_printers.py under ${prefix}")
+endif()
 file(GLOB_RECURSE installed_config "${prefix}/*/tesseraConfig.cmake")
 if(NOT installed_config)
     message(FATAL_ERROR "consumer test: cmake --install put no tesseraConfig.cmake under ${prefix}")

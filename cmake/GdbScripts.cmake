@@ -1,0 +1,45 @@
+# Embeds a gdb Python script in a program's .debug_gdb_scripts section, so gdb loads it from the
+# program itself (https://sourceware.org/gdb/current/onlinedocs/gdb.html/dotdebug_005fgdb_005fscripts-section.html).
+#
+#   tessera_embed_gdb_script(<script.py> <output.inc> <name>)
+#
+# writes <output.inc>: one top-level asm statement that appends the script, inline (entry type
+# 4, "python text"), named <name>, to the section. A source file that is always linked includes
+# it (tessera: src/world.cpp, which defines World's constructors), so every program using a
+# World carries the script, whether it links the static library or a shared object made from it.
+# The script's bytes are written as .byte lines: no escaping, and ccache sees them in the
+# preprocessed source. Regenerated (and the includer rebuilt) when the script changes.
+include_guard(GLOBAL)
+
+function(tessera_embed_gdb_script script output name)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${script}")
+    file(READ "${script}" hex HEX)
+    # 24 bytes per line, each line one C string: "    .byte 0x..,0x..\n"
+    string(LENGTH "${hex}" digits)
+    set(lines "")
+    set(at 0)
+    while(at LESS digits)
+        string(SUBSTRING "${hex}" ${at} 48 chunk)
+        string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1," chunk "${chunk}")
+        string(REGEX REPLACE ",$" "" chunk "${chunk}")
+        string(APPEND lines "    \".byte ${chunk}\\n\"\n")
+        math(EXPR at "${at} + 48")
+    endwhile()
+    file(RELATIVE_PATH shown "${PROJECT_SOURCE_DIR}" "${script}")
+    string(CONCAT content
+        "// Generated from ${shown} by cmake/GdbScripts.cmake: do not edit.\n"
+        "// gdb's inline Python script entry: type 4, a name line, the text, a NUL.\n"
+        "asm(\".pushsection \\\".debug_gdb_scripts\\\", \\\"MS\\\", %progbits, 1\\n\"\n"
+        "    \".byte 4\\n\"\n"
+        "    \".ascii \\\"${name}\\\\n\\\"\\n\"\n"
+        "${lines}"
+        "    \".byte 0\\n\"\n"
+        "    \".popsection\\n\");\n")
+    if(EXISTS "${output}")
+        file(READ "${output}" old)
+        if(old STREQUAL content)
+            return()
+        endif()
+    endif()
+    file(WRITE "${output}" "${content}")
+endfunction()
