@@ -11,7 +11,8 @@ SpawnRollback::~SpawnRollback() {
     delete_storage(copy_);
     if (pending_ != nullptr) {
         pending_->~vector();
-        resource_->deallocate(pending_, sizeof(*pending_), alignof(std::pmr::vector<Entity>));
+        resource_->deallocate(pending_, sizeof(std::pmr::vector<Entity>),
+                              alignof(std::pmr::vector<Entity>));
     }
 }
 
