@@ -162,7 +162,7 @@ format: deps
 # clang-tidy is its own Debian package: neither clang nor clang-format in DEB_PACKAGES brings it
 # in, and only lint needs it, so lint-deps installs it as bench-deps and docs-deps do theirs.
 LINT_DEB_PACKAGES := clang-tidy
-LINT_DIRS ?= src
+LINT_DIRS ?= src examples
 LINT_JOBS ?= 2
 lint_space := $(subst ,, )
 
