@@ -154,6 +154,31 @@ format: deps
 	find $(wildcard $(FORMAT_DIRS)) -type f \( -name '*.hpp' -o -name '*.cpp' \) -print0 \
 	    | xargs -0 -r clang-format -i
 
+# Static checks; CI runs both (tools/pre-commit runs them on the staged files).
+#   make format-check  clang-format --dry-run -Werror on every .hpp/.cpp of FORMAT_DIRS
+#   make lint          clang-tidy with .clang-tidy (warnings are errors) on every source of
+#                      LINT_DIRS, through the dev preset's compile_commands.json (configured,
+#                      not built), LINT_JOBS at a time; the headers they include are checked too
+# clang-tidy is its own Debian package: neither clang nor clang-format in DEB_PACKAGES brings it
+# in, and only lint needs it, so lint-deps installs it as bench-deps and docs-deps do theirs.
+LINT_DEB_PACKAGES := clang-tidy
+LINT_DIRS ?= src examples
+LINT_JOBS ?= 2
+lint_space := $(subst ,, )
+
+.PHONY: lint lint-deps format-check
+format-check: deps
+	find $(wildcard $(FORMAT_DIRS)) -type f \( -name '*.hpp' -o -name '*.cpp' \) -print0 \
+	    | xargs -0 -r clang-format --dry-run -Werror
+
+lint-deps:
+	@$(MAKE) --no-print-directory deps DEB_PACKAGES="$(LINT_DEB_PACKAGES)"
+
+lint: deps lint-deps
+	cmake --preset dev > /dev/null
+	run-clang-tidy -p build/dev -j $(LINT_JOBS) -quiet \
+	    '^$(CURDIR)/($(subst $(lint_space),|,$(strip $(LINT_DIRS))))/.*\.cpp$$'
+
 # The API reference: doxygen on docs/Doxyfile (public headers, README.md as the main page,
 # docs/*.md as related pages). Needs only doxygen: `deps` with DOCS_DEB_PACKAGES.
 docs-deps:

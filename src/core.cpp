@@ -39,7 +39,7 @@ std::uint64_t hash_ids(std::span<const ComponentId> ids) noexcept {
 
 EdgeMap::Edge& EdgeMap::get(std::uint32_t key) {
     if (const Edge* e = find(key)) return const_cast<Edge&>(*e);
-    if ((used_ + 1) * 2 > slots_.size()) {
+    if ((std::size_t{used_} + 1) * 2 > slots_.size()) {
         std::pmr::vector<Edge> bigger(std::max<std::size_t>(8, slots_.size() * 2),
                                       slots_.get_allocator());
         const std::size_t mask = bigger.size() - 1;
@@ -98,7 +98,8 @@ std::byte* Core::allocate(std::size_t bytes, std::size_t align) {
     if (bytes >= 2 * huge_page) {
         const auto begin = (reinterpret_cast<std::uintptr_t>(p) + huge_page - 1) & ~(huge_page - 1);
         const auto end = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(huge_page - 1);
-        if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+        if (end > begin)
+            madvise(p + (begin - reinterpret_cast<std::uintptr_t>(p)), end - begin, MADV_HUGEPAGE);
     }
     return p;
 }
@@ -361,7 +362,7 @@ void Core::grow(Archetype& a, std::size_t min_capacity) {
         Arrays& f = fresh[i];
         if (a.size > 0) {
             if (c.relocate == nullptr)
-                std::memcpy(f.data, c.data, a.size * c.size);
+                std::memcpy(f.data, c.data, std::size_t{a.size} * c.size);
             else
                 c.relocate(f.data, c.data, a.size);
             if (c.added != nullptr) {

@@ -513,7 +513,7 @@ bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, con
     std::size_t n = 0;
     for (const ComponentId id : ids) {
         if (from.contains(id) &&
-            std::find(present.begin(), present.begin() + n, id) == present.begin() + n) {
+            std::find(present.data(), present.data() + n, id) == present.data() + n) {
             present[n++] = id;
         }
     }

@@ -511,7 +511,7 @@ private:
 void load_json(const json& j, World& world) {
     const char* op = "from_json";
     if (!j.is_object() || j.value("format", std::string()) != json_format)
-        fail(op, "not a tessera world (no \"format\": \"tessera-world\")");
+        fail(op, R"(not a tessera world (no "format": "tessera-world"))");
     if (j.value("version", 0) != format_version) fail(op, "an unsupported format version");
     Image image;
     const json& tick = member(j, "tick", op);

@@ -22,7 +22,8 @@ SpawnRollback::~SpawnRollback() {
     delete_storage(copy_);
     if (taken_ != nullptr) {
         taken_->~vector();
-        resource_->deallocate(taken_, sizeof(*taken_), alignof(std::pmr::vector<Entity>));
+        resource_->deallocate(taken_, sizeof(std::pmr::vector<Entity>),
+                              alignof(std::pmr::vector<Entity>));
     }
 }
 

@@ -49,8 +49,8 @@ struct Options {
     std::uint32_t fps = 0;   ///< frame-rate cap, 0 = none (30 with --inspect)
 };
 
-constexpr std::uint32_t kDefaultRenderEvery = 25;
-constexpr std::uint32_t kTraceFrames = 10;  ///< --trace records the last this many frames
+constexpr std::uint32_t default_render_every = 25;
+constexpr std::uint32_t trace_frames = 10;  ///< --trace records the last this many frames
 
 void usage(std::ostream& out) {
     out << "usage: arena [options]\n"
@@ -67,12 +67,12 @@ void usage(std::ostream& out) {
            "  --verify       run the scenario on 1 worker and on N, compare the final\n"
            "                 ts::state_hash of both worlds; exit status 1 when they differ\n"
            "  --render [N]   draw an 80x24 ASCII map of the arena every N frames (default "
-        << kDefaultRenderEvery
+        << default_render_every
         << ");\n"
            "                 R = red, B = blue (lower case: sparse), * = both, . = empty\n"
            "  --json FILE    write per-frame statistics as JSON to FILE\n"
            "  --trace FILE   write a trace of the last "
-        << kTraceFrames
+        << trace_frames
         << " frames' system runs to FILE (Chrome\n"
            "                 trace-event JSON: open it in ui.perfetto.dev or chrome://tracing)\n"
            "  --inspect PORT serve the world inspector (web page and JSON API) on\n"
@@ -128,7 +128,7 @@ Options parse(int argc, char** argv) {
         } else if (arg == "--verify") {
             o.verify = true;
         } else if (arg == "--render") {
-            o.render_every = kDefaultRenderEvery;
+            o.render_every = default_render_every;
             if (i + 1 < argc) {
                 if (const auto n = parse_number<std::uint32_t>(argv[i + 1]); n && *n > 0) {
                     o.render_every = *n;
@@ -177,21 +177,24 @@ double percentile(std::vector<double> v, double p) {
 
 /// An 80x24 map: a header line, 22 rows of the arena, a legend line.
 void render(arena::Battle& battle, std::uint32_t frame, bool in_place) {
-    constexpr int kW = 80;
-    constexpr int kH = 22;
+    constexpr int map_w = 80;
+    constexpr int map_h = 22;
+    const auto cell = [](int x, int y) {
+        return static_cast<std::size_t>(y) * map_w + static_cast<std::size_t>(x);
+    };
     ts::World& world = battle.world();
     const arena::Bounds b = world.resource<arena::Bounds>();
-    std::vector<std::array<std::uint32_t, 2>> cells(kW * kH, {0, 0});
+    std::vector<std::array<std::uint32_t, 2>> cells(std::size_t{map_w} * map_h, {0, 0});
     world.query<const arena::Position&, const arena::Team&>().each(
         [&](const arena::Position& p, const arena::Team& t) {
-            const int x = std::clamp(static_cast<int>(p.x / b.width * kW), 0, kW - 1);
-            const int y = std::clamp(static_cast<int>(p.y / b.height * kH), 0, kH - 1);
-            ++cells[static_cast<std::size_t>(y * kW + x)][t.id];
+            const int x = std::clamp(static_cast<int>(p.x / b.width * map_w), 0, map_w - 1);
+            const int y = std::clamp(static_cast<int>(p.y / b.height * map_h), 0, map_h - 1);
+            ++cells[cell(x, y)][t.id];
         });
     // "Dense" is above the average occupancy of a cell.
     const double dense = static_cast<double>(world.resource<arena::Census>().alive[0] +
                                              world.resource<arena::Census>().alive[1]) /
-                         (kW * kH);
+                         (map_w * map_h);
     std::string out;
     if (in_place) out += "\x1b[H\x1b[2J";
     const arena::Census& c = world.resource<arena::Census>();
@@ -202,9 +205,9 @@ void render(arena::Battle& battle, std::uint32_t frame, bool in_place) {
                   static_cast<unsigned long long>(t.deaths[1]));
     out += line;
     out += '\n';
-    for (int y = 0; y < kH; ++y) {
-        for (int x = 0; x < kW; ++x) {
-            const auto& n = cells[static_cast<std::size_t>(y * kW + x)];
+    for (int y = 0; y < map_h; ++y) {
+        for (int x = 0; x < map_w; ++x) {
+            const auto& n = cells[cell(x, y)];
             char ch = '.';
             if (n[0] > 0 && n[1] > 0) {
                 ch = '*';
@@ -223,10 +226,10 @@ void render(arena::Battle& battle, std::uint32_t frame, bool in_place) {
 }
 
 void progress(std::uint32_t done, std::uint32_t total, double elapsed_s) {
-    constexpr int kBar = 40;
-    const int filled = static_cast<int>(static_cast<double>(done) * kBar / total);
+    constexpr int bar_width = 40;
+    const int filled = static_cast<int>(static_cast<double>(done) * bar_width / total);
     std::string bar(static_cast<std::size_t>(filled), '#');
-    bar.resize(kBar, '-');
+    bar.resize(bar_width, '-');
     const double eta = done > 0 ? elapsed_s * (total - done) / done : 0.0;
     std::printf("\r[%s] %u/%u frames  %.1fs  eta %.1fs ", bar.c_str(), done, total, elapsed_s, eta);
     std::fflush(stdout);
@@ -266,7 +269,7 @@ RunResult run(const arena::Config& config, int workers, const Options& o, bool s
     // The last frames are traced (the schedule writes the file when the last one ends).
     const bool trace = show && !o.trace_path.empty();
     const std::uint32_t first_traced =
-        config.frames > kTraceFrames ? config.frames - kTraceFrames + 1 : 1;
+        config.frames > trace_frames ? config.frames - trace_frames + 1 : 1;
 
 #ifdef TESSERA_ARENA_INSPECT
     // The inspector reads and edits the world between frames, on this thread.

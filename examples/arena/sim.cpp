@@ -29,13 +29,13 @@ namespace arena {
 
 namespace {
 
-constexpr float kMaxSpeed = 30.0f;           // arena units per second
-constexpr float kSeparation = 1.5f;          // units closer than this push apart
-constexpr std::uint32_t kAcquireEvery = 4;   // a unit without a target looks every 4 frames
-constexpr std::uint32_t kRespawnDelay = 90;  // frames
-constexpr std::int32_t kSpawnDaze = 15;      // frames a fresh unit is stunned
-constexpr std::int32_t kStunFrames = 20;
-constexpr std::uint64_t kStunChance = 4;  // percent of hits that stun
+constexpr float max_speed = 30.0f;           // arena units per second
+constexpr float separation = 1.5f;           // units closer than this push apart
+constexpr std::uint32_t acquire_every = 4;   // a unit without a target looks every 4 frames
+constexpr std::uint32_t respawn_delay = 90;  // frames
+constexpr std::int32_t spawn_daze = 15;      // frames a fresh unit is stunned
+constexpr std::int32_t stun_frames = 20;
+constexpr std::uint64_t stun_chance = 4;  // percent of hits that stun
 
 std::uint64_t splitmix(std::uint64_t x) noexcept {
     x += 0x9E3779B97F4A7C15ull;
@@ -69,7 +69,7 @@ UnitSpawn make_unit(std::uint8_t team, const Bounds& b, float x0, float x1, Draw
     const float fx = x0 + (x1 - x0) * draw();
     s.position = {team == 0 ? fx * b.width : (1.0f - fx) * b.width, draw() * b.height};
     const float range = 4.0f + 4.0f * draw();
-    s.unit = {kMaxSpeed * (0.6f + 0.4f * draw()), 24.0f + 16.0f * draw(), range * 0.8f};
+    s.unit = {max_speed * (0.6f + 0.4f * draw()), 24.0f + 16.0f * draw(), range * 0.8f};
     const auto cooldown = static_cast<std::int32_t>(8 + 16 * draw());
     s.weapon = {static_cast<std::int32_t>(6 + 10 * draw()), range, cooldown,
                 static_cast<std::int32_t>(static_cast<float>(cooldown) * draw()), 0};
@@ -100,11 +100,11 @@ void Grid::resize(float side, float cell_size) {
 void Grid::build(const std::vector<Item>& units) {
     const std::size_t cells = static_cast<std::size_t>(w) * static_cast<std::size_t>(h);
     start.assign(cells + 1, 0);
-    for (const Item& u : units) ++start[static_cast<std::size_t>(cy(u.y) * w + cx(u.x)) + 1];
+    for (const Item& u : units) ++start[index(cx(u.x), cy(u.y)) + 1];
     for (std::size_t c = 0; c < cells; ++c) start[c + 1] += start[c];
     items.resize(units.size());
     fill.assign(start.begin(), start.end() - 1);
-    for (const Item& u : units) items[fill[static_cast<std::size_t>(cy(u.y) * w + cx(u.x))]++] = u;
+    for (const Item& u : units) items[fill[index(cx(u.x), cy(u.y))]++] = u;
 }
 
 std::size_t SystemTimes::add(std::string name, ts::Phase phase) {
@@ -163,7 +163,7 @@ void Battle::populate(const Config& config) {
             h = {100, 100};
             t = {static_cast<std::uint8_t>(i % 2)};
             u = plan[i].unit;
-            s = {1 + static_cast<std::int32_t>(noise(config.seed, 0xda2e, i) % kSpawnDaze)};
+            s = {1 + static_cast<std::int32_t>(noise(config.seed, 0xda2e, i) % spawn_daze)};
             local.matrix[3] = glm::vec4(p.x, p.y, 0.0f, 1.0f);
         });
     const std::vector<ts::Entity> units(made.begin(), made.end());
@@ -182,7 +182,7 @@ void Battle::populate(const Config& config) {
         const std::uint8_t team = w.get<Team>(e).id;
         ++w.resource<Tally>().deaths[team];
         w.resource<RespawnQueue>().entries.push_back(
-            {w.resource<Time>().frame + kRespawnDelay, team});
+            {w.resource<Time>().frame + respawn_delay, team});
     });
 }
 
@@ -218,7 +218,7 @@ void Battle::build_schedule() {
                      // sync point applies the buffer.
                      const ts::Entity unit =
                          cmds.spawn(s.position, Velocity{}, Health{100, 100}, Team{team}, s.unit,
-                                    Stunned{kSpawnDaze}, local, ts::WorldTransform{});
+                                    Stunned{spawn_daze}, local, ts::WorldTransform{});
                      const ts::Entity weapon = cmds.spawn(s.weapon, s.muzzle, ts::WorldTransform{});
                      cmds.relate(weapon, ts::ChildOf{}, unit);
                      ++tally->respawned;
@@ -298,7 +298,7 @@ void Battle::build_schedule() {
             const Spatial& sp = *spatial;
             const std::uint32_t frame = time->frame;
             hunters.each([&](ts::Entity e, const Position& p, const Team& t, const Unit& u) {
-                if ((e.index + frame) % kAcquireEvery != 0) return;  // staggered
+                if ((e.index + frame) % acquire_every != 0) return;  // staggered
                 const Spatial::Entry* self = sp.find(e);
                 if (self != nullptr && self->stunned != 0) return;
                 const Grid& enemies = sp.grid[t.id ^ 1u];
@@ -373,23 +373,23 @@ void Battle::build_schedule() {
             const float len = std::sqrt(gx * gx + gy * gy);
             float vx = len > 1e-4f ? gx / len * speed : 0.0f;
             float vy = len > 1e-4f ? gy / len * speed : 0.0f;
-            // Keep apart from allies closer than kSeparation: the cells that radius touches
+            // Keep apart from allies closer than separation: the cells that radius touches
             // (usually one, at most four).
             const Grid& allies = sp.grid[t.id];
             float px = 0;
             float py = 0;
-            const int y1 = allies.cy(p.y + kSeparation);
-            const int x1 = allies.cx(p.x + kSeparation);
-            for (int y = allies.cy(p.y - kSeparation); y <= y1; ++y) {
-                for (int x = allies.cx(p.x - kSeparation); x <= x1; ++x) {
+            const int y1 = allies.cy(p.y + separation);
+            const int x1 = allies.cx(p.x + separation);
+            for (int y = allies.cy(p.y - separation); y <= y1; ++y) {
+                for (int x = allies.cx(p.x - separation); x <= x1; ++x) {
                     for (const Item& it : allies.at(x, y)) {
                         const float dx = p.x - it.x;
                         const float dy = p.y - it.y;
                         const float d2 = dx * dx + dy * dy;
-                        if (it.index == e.index || d2 >= kSeparation * kSeparation || d2 <= 1e-8f) {
+                        if (it.index == e.index || d2 >= separation * separation || d2 <= 1e-8f) {
                             continue;
                         }
-                        const float w = (kSeparation - std::sqrt(d2)) / kSeparation;
+                        const float w = (separation - std::sqrt(d2)) / separation;
                         px += dx * w;
                         py += dy * w;
                     }
@@ -431,7 +431,7 @@ void Battle::build_schedule() {
             }
             if (w.ready_in > 0) return;
             const std::uint64_t roll = noise(seed, 0xa77a, self.index, frame);
-            const std::int32_t stun = roll % 100 < kStunChance ? kStunFrames : 0;
+            const std::int32_t stun = roll % 100 < stun_chance ? stun_frames : 0;
             hits.send(Damage{target, self, w.damage, stun});
             w.ready_in = w.cooldown;
             ++w.shots;

@@ -148,8 +148,13 @@ struct Grid {
     [[nodiscard]] int cy(float y) const noexcept {
         return std::clamp(static_cast<int>(y / cell), 0, h - 1);
     }
+    /// The index of cell (x, y) in `start` (row-major).
+    [[nodiscard]] std::size_t index(int x, int y) const noexcept {
+        return static_cast<std::size_t>(y) * static_cast<std::size_t>(w) +
+               static_cast<std::size_t>(x);
+    }
     [[nodiscard]] std::span<const Item> at(int x, int y) const noexcept {
-        const auto c = static_cast<std::size_t>(y * w + x);
+        const std::size_t c = index(x, y);
         return {items.data() + start[c], items.data() + start[c + 1]};
     }
 };

@@ -196,7 +196,7 @@ public:
     using ViewType = View<Cs&...>;
 
     KernelState(std::string name, U uniforms, K kernel, Options options)
-        : options_(options), kernel_(kernel) {
+        : options_(std::move(options)), kernel_(kernel) {
         this->name = std::move(name);
         this->uniforms = uniforms;
     }

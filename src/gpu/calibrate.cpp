@@ -34,7 +34,7 @@ struct CalibrateKernel {
 };
 
 /// Median nanoseconds per frame of the baseline kernel over `n` entities on `options`.
-double calibrate_frame_ns(std::size_t n, Options options) {
+double calibrate_frame_ns(std::size_t n, const Options& options) {
     World world;
     world.spawn_many(n, [](std::size_t i, CalibratePosition& p, CalibrateVelocity& v) {
         p = {static_cast<float>(i), 0.0f};

@@ -369,7 +369,7 @@ void Inspector::Impl::routes() {
         res.set_content(error_body(message), "application/json");
     });
     server.set_exception_handler(
-        [](const httplib::Request&, httplib::Response& res, std::exception_ptr) {
+        [](const httplib::Request&, httplib::Response& res, const std::exception_ptr&) {
             reply(res, 500, error_body("internal error"));
         });
 
@@ -565,7 +565,8 @@ json Inspector::Impl::stats(const World& world) const {
     std::sort(sorted.begin(), sorted.end());
     const auto at = [&](double q) {
         if (sorted.empty()) return 0.0;
-        const auto i = static_cast<std::size_t>(q * static_cast<double>(sorted.size() - 1) + 0.5);
+        const auto i =
+            static_cast<std::size_t>(std::lround(q * static_cast<double>(sorted.size() - 1)));
         return sorted[i];
     };
     std::size_t components = 0;

@@ -52,7 +52,7 @@ public:
     void reserve(std::size_t n) {
         if (n <= capacity_) return;
         const std::uint32_t cap =
-            static_cast<std::uint32_t>(std::max<std::size_t>(n, capacity_ * 2u));
+            static_cast<std::uint32_t>(std::max<std::size_t>(n, std::size_t{capacity_} * 2));
         auto* fresh = static_cast<Entity*>(mr_->allocate(cap * sizeof(Entity), alignof(Entity)));
         std::copy_n(data(), size_, fresh);
         if (capacity_ > 1) mr_->deallocate(heap_, capacity_ * sizeof(Entity), alignof(Entity));
