@@ -8,6 +8,7 @@
 #   make bench     release benchmarks -> build/release/bench/results*.json, docs/benchmarks.md
 #                  and docs/bench/*.svg (make bench-run: the same without configure + build)
 #   make format    clang-format -i on every .hpp/.cpp
+#   make format-check  the same as a check (--dry-run -Werror)   make lint  clang-tidy, clean
 #   make docs      API reference (doxygen, docs/Doxyfile) -> build/docs/html/index.html
 #
 # Variables: JOBS (ctest parallelism, default 2), BENCH_FILTER (a --benchmark_filter regex),
@@ -69,6 +70,9 @@ help:
 	@echo "                  docs/bench/*.svg (BENCH_FILTER=<regex> selects benchmarks in every"
 	@echo "                  run, BENCH_ARGS=... adds flags; make bench-run skips the build)"
 	@echo "  make format     clang-format -i on all C++ sources"
+	@echo "  make format-check  fail on any source clang-format would change (CI runs it)"
+	@echo "  make lint       clang-tidy (.clang-tidy, warnings are errors) on src/ and examples/"
+	@echo "                  (LINT_DIRS=...); CI runs it; tools/pre-commit runs both on a commit"
 	@echo "  make docs       the API reference (doxygen) in build/docs/html/index.html"
 	@echo "  make deps       install missing Debian packages (as root) or print the apt-get line"
 	@echo "  make browser-deps  chromium, chromium-driver and python3-selenium for the inspector's"
