@@ -137,7 +137,6 @@ public:
         system_ = false;
         write_tick_ = 0;
     }
-    [[nodiscard]] bool in_system() const noexcept { return system_; }
     /// Whether a run defers the world's structural changes (and marks it parallel in par_each):
     /// always, except for a system sharing the world with others (a View of a non-exclusive
     /// system, or any query run by a `World&` system with declared access).
