@@ -17,17 +17,7 @@
 # The sources are generated at configure time under <binary dir>/doc_samples/, with a #line
 # directive so compiler errors point into the Markdown file; editing the page re-runs configure.
 include_guard(GLOBAL)
-
-# Write <content> to <path> only when it differs, so unchanged samples are not rebuilt.
-function(_tessera_write_if_changed path content)
-    if(EXISTS "${path}")
-        file(READ "${path}" _old)
-        if(_old STREQUAL content)
-            return()
-        endif()
-    endif()
-    file(WRITE "${path}" "${content}")
-endfunction()
+include(WriteIfChanged)
 
 function(tessera_add_doc_samples markdown)
     cmake_parse_arguments(PARSE_ARGV 1 arg "REQUIRE_FIRST" "PREFIX" "")
@@ -96,7 +86,7 @@ function(tessera_add_doc_samples markdown)
             set(name "${arg_PREFIX}_${index}")
         endif()
         set(source "${out_dir}/${name}.cpp")
-        _tessera_write_if_changed("${source}"
+        tessera_write_if_changed("${source}"
             "// Generated from ${md} (```cpp block ${index}) by tessera_add_doc_samples.\n// Do not edit: edit the Markdown file.\n#line ${first_line} \"${md}\"\n${body}")
         add_executable(${name} "${source}")
         target_link_libraries(${name} PRIVATE tessera::tessera tessera_warnings)

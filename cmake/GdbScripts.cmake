@@ -10,6 +10,7 @@
 # The script's bytes are written as .byte lines: no escaping, and ccache sees them in the
 # preprocessed source. Regenerated (and the includer rebuilt) when the script changes.
 include_guard(GLOBAL)
+include(WriteIfChanged)
 
 function(tessera_embed_gdb_script script output name)
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${script}")
@@ -45,11 +46,5 @@ function(tessera_embed_gdb_script script output name)
         "${lines}"
         "    \".byte 0\\n\"\n"
         "    \".popsection\\n\");\n")
-    if(EXISTS "${output}")
-        file(READ "${output}" old)
-        if(old STREQUAL content)
-            return()
-        endif()
-    endif()
-    file(WRITE "${output}" "${content}")
+    tessera_write_if_changed("${output}" "${content}")
 endfunction()
