@@ -17,6 +17,19 @@ class World;
 class EventCursor;
 template <class T>
 class Events;
+class Observer;
+class Observers;
+template <class... Terms>
+class Query;
+struct QuerySpec;
+class Chunk;
+template <class T>
+class Accessor;
+class DynamicQuery;
+class Snapshot;
+class StringTable;
+struct FieldDef;
+struct ComponentOptions;
 template <class T>
 struct component_traits;
 struct ChildOf;

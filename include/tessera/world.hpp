@@ -6,6 +6,7 @@
 #include <tessera/detail/attachment.hpp>
 #include <tessera/entity.hpp>
 #include <tessera/error.hpp>
+#include <tessera/fwd.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -26,28 +27,12 @@ class ResourceMap;
 struct FieldRef;
 }  // namespace detail
 
-class StringTable;
-struct FieldDef;
-struct ComponentOptions;
-class DynamicQuery;
-class Snapshot;
-
 /// Entity lifetimes: a permanent entity lives as long as the world.
 enum class Lifetime : std::uint8_t {
     any,        ///< every entity
     dynamic,    ///< entities made with `spawn`
     permanent,  ///< entities made with `spawn_permanent`
 };
-template <class... Terms>
-class Query;
-template <class T>
-class Accessor;
-struct QuerySpec;
-class Chunk;
-template <class T>
-class Events;
-class Observer;
-class Observers;
 
 /// A read-only description of one archetype table (`World::archetypes`, `World::archetype`).
 /// The span stays valid as long as the world's state (until `restore`, `load` or a move of
@@ -83,11 +68,10 @@ struct ArchetypeInfo {
 /// (`get`, `set`, `get_mut`) are never deferred; a write of a component whose add or remove on
 /// that entity is queued throws `invalid_argument` (it would be lost when the command applies:
 /// write after the flush, or queue the value with `add`, which then wins, being later). Structural
-/// calls, deferral calls
-/// (`defer_begin`, `defer_end`, `flush`) and every other change to what the world shares
-/// (archetypes, registrations, resources, events, observers, the tick) throw `invalid_argument`
-/// from the workers of a `par_each`; docs/threading.md lists what they may call (record
-/// structural changes in a `CommandBuffer`).
+/// calls, deferral calls (`defer_begin`, `defer_end`, `flush`) and every other change to what the
+/// world shares (archetypes, registrations, resources, events, observers, the tick) throw
+/// `invalid_argument` from the workers of a `par_each`; docs/threading.md lists what they may call
+/// (record structural changes in a `CommandBuffer`).
 ///
 /// **Threads.** A world belongs to one thread at a time. Distinct worlds are independent.
 ///
@@ -797,22 +781,6 @@ public:
 private:
     World* world_;
 };
-
-namespace detail {
-/// Cold paths of the typed API: they build the message and throw.
-[[noreturn]] void throw_not_alive(const char* op, Entity e, ComponentId id);
-[[noreturn]] void throw_missing(const char* op, Entity e, ComponentId id);
-/// Throws permanent_entity (naming `op`) when `e` is alive and permanent.
-void check_despawnable(const Storage& s, const char* op, Entity e);
-/// Throws invalid_argument when a par_each is running (structural calls from its workers).
-void check_not_parallel(const Storage& s, const char* op);
-/// Throws invalid_argument (naming `op`, `e` and the component) when an add or a remove of `id`
-/// on `e` is queued: a value written now would be lost or overwritten when it applies. Call it
-/// when `s.writes_watched()` only (value writes while the world defers).
-void check_write(Storage& s, const char* op, Entity e, ComponentId id);
-/// Throws the right error for a failed lookup of `id` on `e`.
-[[noreturn]] void throw_lookup(const Storage& s, const char* op, Entity e, ComponentId id);
-}  // namespace detail
 
 }  // namespace tessera
 

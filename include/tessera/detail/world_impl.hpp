@@ -18,6 +18,20 @@ namespace tessera {
 
 namespace detail {
 
+/// Cold paths of the typed API: they build the message and throw.
+[[noreturn]] void throw_not_alive(const char* op, Entity e, ComponentId id);
+[[noreturn]] void throw_missing(const char* op, Entity e, ComponentId id);
+/// Throws permanent_entity (naming `op`) when `e` is alive and permanent.
+void check_despawnable(const Storage& s, const char* op, Entity e);
+/// Throws invalid_argument when a par_each is running (structural calls from its workers).
+void check_not_parallel(const Storage& s, const char* op);
+/// Throws invalid_argument (naming `op`, `e` and the component) when an add or a remove of `id`
+/// on `e` is queued: a value written now would be lost or overwritten when it applies. Call it
+/// when `s.writes_watched()` only (value writes while the world defers).
+void check_write(Storage& s, const char* op, Entity e, ComponentId id);
+/// Throws the right error for a failed lookup of `id` on `e`.
+[[noreturn]] void throw_lookup(const Storage& s, const char* op, Entity e, ComponentId id);
+
 /// Every type of `Ts` (cv and references stripped) is a valid component.
 template <class... Ts>
 inline constexpr bool components_v = (Component<std::remove_cvref_t<Ts>> && ...);
