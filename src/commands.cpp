@@ -60,8 +60,8 @@ std::size_t CommandBuffer::apply(World& world, on_dead policy) {
                 try {
                     took = detail::apply_front(s, queue_, made);  // places it, in one move
                 } catch (...) {
-                    if (s.record(made) != nullptr &&
-                        s.record(made)->archetype == detail::pending_archetype) {
+                    if (s.try_record(made) != nullptr &&
+                        s.try_record(made)->archetype == detail::pending_archetype) {
                         // Not placed: the command stays for a later apply, and the index the
                         // entity took is free again as if it had never been taken.
                         s.release_pending(mark, {&made, 1});

@@ -39,25 +39,25 @@ std::uint64_t hash_ids(std::span<const ComponentId> ids) noexcept {
 
 EdgeMap::Edge& EdgeMap::get(std::uint32_t key) {
     if (const Edge* e = find(key)) return const_cast<Edge&>(*e);
-    if ((std::size_t{used_} + 1) * 2 > slots_.size()) {
-        std::pmr::vector<Edge> bigger(std::max<std::size_t>(8, slots_.size() * 2),
-                                      slots_.get_allocator());
+    if ((std::size_t{used_} + 1) * 2 > buckets_.size()) {
+        std::pmr::vector<Edge> bigger(std::max<std::size_t>(8, buckets_.size() * 2),
+                                      buckets_.get_allocator());
         const std::size_t mask = bigger.size() - 1;
-        for (const Edge& e : slots_) {
+        for (const Edge& e : buckets_) {
             if (e.key == 0xFFFFFFFFu) continue;
             std::size_t i = e.key & mask;
             while (bigger[i].key != 0xFFFFFFFFu) i = (i + 1) & mask;
             bigger[i] = e;
         }
-        slots_.swap(bigger);
-        mask_ = static_cast<std::uint32_t>(slots_.size() - 1);
+        buckets_.swap(bigger);
+        mask_ = static_cast<std::uint32_t>(buckets_.size() - 1);
     }
-    const std::size_t mask = slots_.size() - 1;
+    const std::size_t mask = buckets_.size() - 1;
     std::size_t i = key & mask;
-    while (slots_[i].key != 0xFFFFFFFFu) i = (i + 1) & mask;
-    slots_[i].key = key;
+    while (buckets_[i].key != 0xFFFFFFFFu) i = (i + 1) & mask;
+    buckets_[i].key = key;
     ++used_;
-    return slots_[i];
+    return buckets_[i];
 }
 
 // ------------------------------------------------------------------------------------- Core
@@ -68,7 +68,7 @@ Core::Core(std::pmr::memory_resource* mr)
       components_(mr),
       set_index_(mr),
       bundles_(mr),
-      bundle_slots_(mr),
+      bundle_columns_(mr),
       permanent_(mr) {
     try {
         create_archetype({});  // dead_archetype: the sentinel of free entity slots
@@ -118,7 +118,7 @@ void Core::release_archetype(Archetype& a) noexcept {
         deallocate(c.enabled, a.capacity, column_alignment);
     }
     deallocate(a.entities, std::size_t{a.capacity} * sizeof(Entity), column_alignment);
-    const std::size_t bytes = Archetype::allocation_size(a.slot_count);
+    const std::size_t bytes = Archetype::allocation_size(a.id_table_size);
     a.~Archetype();
     mr_->deallocate(&a, bytes, alignof(Archetype));
 }
@@ -159,7 +159,7 @@ Archetype& Core::create_archetype(std::span<const ComponentId> ids) {
     const std::uint32_t slots = ids.empty() ? 0 : ids.back().value + 1;
     void* mem = mr_->allocate(Archetype::allocation_size(slots), alignof(Archetype));
     auto* a = ::new (mem) Archetype(mr_, slots);
-    std::fill_n(a->slot_table(), slots, slot_absent);
+    std::fill_n(a->id_table(), slots, absent_column);
     try {
         a->ids.assign(ids.begin(), ids.end());
         std::size_t non_tags = 0;
@@ -173,10 +173,10 @@ Archetype& Core::create_archetype(std::span<const ComponentId> ids) {
         const ComponentInfo& ci = info(id);
         a->hooked = a->hooked || components_[id.value].hooked;
         if (!has_column(ci)) {
-            a->slot_table()[id.value] = slot_tag;
+            a->id_table()[id.value] = tag_column;
             continue;
         }
-        a->slot_table()[id.value] = static_cast<std::int32_t>(a->columns.size());
+        a->id_table()[id.value] = static_cast<std::int32_t>(a->columns.size());
         Column col;
         col.relocate = ci.relocate;
         col.destroy = ci.destroy;
@@ -195,7 +195,7 @@ Archetype& Core::create_archetype(std::span<const ComponentId> ids) {
         WorldComponent& wc = components_[id.value];
         std::fill(wc.columns + wc.column_count, wc.columns + index + 1, &no_column);
         wc.column_count = index + 1;
-        const std::int32_t c = a->slot(id);
+        const std::int32_t c = a->column_index(id);
         // An enableable tag's column holds flags only: the typed read path sees no column.
         if (c >= 0 && !info(id).is_tag())
             wc.columns[index] = &a->columns[static_cast<std::uint32_t>(c)];
@@ -242,11 +242,11 @@ Core::Bundle Core::new_bundle(std::uint32_t bundle_id, std::span<const Component
     if (bundle_id >= bundles_.size()) {
         bundles_.resize(std::max<std::size_t>(bundle_id + 1, bundles_.size() * 2));
     }
-    const auto offset = static_cast<std::uint32_t>(bundle_slots_.size());
-    bundle_slots_.reserve(offset + ids.size());  // nothing below throws
-    for (ComponentId id : ids) bundle_slots_.push_back(a.slot(id));
+    const auto offset = static_cast<std::uint32_t>(bundle_columns_.size());
+    bundle_columns_.reserve(offset + ids.size());  // nothing below throws
+    for (ComponentId id : ids) bundle_columns_.push_back(a.column_index(id));
     bundles_[bundle_id] = {a.index, offset};
-    return {&a, bundle_slots_.data() + offset};
+    return {&a, bundle_columns_.data() + offset};
 }
 
 void Core::track(ComponentId id) {
@@ -264,12 +264,12 @@ void Core::track(ComponentId id) {
     std::pmr::vector<std::uint64_t*> arrays(mr_);
     std::size_t needed = 0;
     for (const Archetype* a : archetypes_) {
-        if (a->capacity > 0 && a->slot(id) >= 0) needed += 2;
+        if (a->capacity > 0 && a->column_index(id) >= 0) needed += 2;
     }
     arrays.reserve(needed);
     try {
         for (const Archetype* a : archetypes_) {
-            if (a->capacity == 0 || a->slot(id) < 0) continue;
+            if (a->capacity == 0 || a->column_index(id) < 0) continue;
             for (int k = 0; k < 2; ++k) {  // added, changed
                 const std::size_t words = k == 0 ? a->capacity : changed_words(a->capacity);
                 arrays.push_back(reinterpret_cast<std::uint64_t*>(
@@ -279,7 +279,7 @@ void Core::track(ComponentId id) {
     } catch (...) {
         std::size_t k = 0;
         for (const Archetype* a : archetypes_) {
-            if (a->capacity == 0 || a->slot(id) < 0) continue;
+            if (a->capacity == 0 || a->column_index(id) < 0) continue;
             for (int j = 0; j < 2 && k < arrays.size(); ++j, ++k) {
                 const std::size_t words = j == 0 ? a->capacity : changed_words(a->capacity);
                 deallocate(arrays[k], words * sizeof(std::uint64_t), column_alignment);
@@ -289,7 +289,7 @@ void Core::track(ComponentId id) {
     }
     std::size_t k = 0;
     for (Archetype* a : archetypes_) {
-        const std::int32_t c = a->slot(id);
+        const std::int32_t c = a->column_index(id);
         if (c < 0) continue;
         Column& col = a->columns[static_cast<std::uint32_t>(c)];
         a->tracked = true;
@@ -422,18 +422,18 @@ void Core::reserve_spawn(Archetype& a, std::size_t n) {
     reserve_records(n);
 }
 
-void Core::stamp_row_added(RowSlot slot) noexcept {
-    if (!slot.archetype->tracked) return;
-    for (Column& c : slot.archetype->columns) {
-        if (c.changed != nullptr) c.set_added(slot.row, tick_);
+void Core::stamp_row_added(TableRow at) noexcept {
+    if (!at.archetype->tracked) return;
+    for (Column& c : at.archetype->columns) {
+        if (c.changed != nullptr) c.set_added(at.row, tick_);
     }
 }
 
-void Core::init_row(RowSlot slot) noexcept {
-    for (Column& c : slot.archetype->columns) {
-        if (c.enabled != nullptr) c.enabled[slot.row] = 1;
+void Core::init_row(TableRow at) noexcept {
+    for (Column& c : at.archetype->columns) {
+        if (c.enabled != nullptr) c.enabled[at.row] = 1;
     }
-    stamp_row_added(slot);
+    stamp_row_added(at);
 }
 
 std::span<const Entity> Core::commit_spawn_many(Archetype& a, std::size_t n) noexcept {
@@ -479,10 +479,10 @@ std::uint8_t& Core::enable_flag(Entity e, ComponentId id, const char* op) const 
                         " is not enableable (specialise tessera::component_traits with "
                         "enableable = true)");
     }
-    const EntityRecord* r = record(e);
+    const EntityRecord* r = try_record(e);
     if (r == nullptr) throw_not_alive(op, e, id);
     const Archetype& a = *archetypes_[r->archetype];
-    const std::int32_t c = a.slot(id);
+    const std::int32_t c = a.column_index(id);
     if (c < 0) throw_missing(op, e, id);
     return a.columns[static_cast<std::uint32_t>(c)].enabled[r->row];
 }

@@ -82,7 +82,7 @@ void Core::swap_state(Core& other) noexcept {
     components_.swap(other.components_);
     set_index_.swap(other.set_index_);
     bundles_.swap(other.bundles_);
-    bundle_slots_.swap(other.bundle_slots_);
+    bundle_columns_.swap(other.bundle_columns_);
     permanent_.swap(other.permanent_);
     swap(free_head_, other.free_head_);
     swap(free_count_, other.free_count_);

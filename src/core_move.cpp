@@ -104,7 +104,7 @@ Archetype& Core::edge_target(Archetype& from, ComponentId id, bool adding) {
     EdgeMap::Edge& edge = from.edges.get(id.value);
     (adding ? edge.add : edge.remove) = to.index;
     // The pivot is the column `id` has in the larger table of the two.
-    const std::int32_t c = (adding ? to : from).slot(id);
+    const std::int32_t c = (adding ? to : from).column_index(id);
     (adding ? edge.add_pivot : edge.remove_pivot) =
         c >= 0 ? static_cast<std::uint16_t>(c) : EdgeMap::Edge::no_column;
     return to;
@@ -141,7 +141,7 @@ inline void Core::free_record(std::uint32_t index) noexcept {
 }
 
 bool Core::despawn(Entity e) noexcept {
-    if (record(e) == nullptr) return false;
+    if (try_record(e) == nullptr) return false;
     const EntityRecord& r = record_data_[e.index];
     if (r.archetype != pending_archetype) {
         Archetype& a = *archetypes_[r.archetype];
@@ -312,7 +312,7 @@ std::byte tag_slot;  // where `add_bytes` says a tag's (absent) value goes
 }  // namespace
 
 std::byte* Core::add_bytes(Entity e, ComponentId id) noexcept {
-    // A dead slot's generation can match a forged handle, but it points at the sentinel
+    // A dead record's generation can match a forged handle, but it points at the sentinel
     // archetype, which has no components and no edges.
     if (e.index >= record_count_) return nullptr;
     const EntityRecord& r = record_data_[e.index];
@@ -344,13 +344,13 @@ bool Core::remove_bytes(Entity e, ComponentId id) noexcept {
     return true;
 }
 
-RowSlot Core::prepare_add_one(Entity e, ComponentId id, bool& existed, std::int32_t& column,
-                              const char* op) {
-    const EntityRecord* r = record(e);
+TableRow Core::prepare_add_one(Entity e, ComponentId id, bool& existed, std::int32_t& column,
+                               const char* op) {
+    const EntityRecord* r = try_record(e);
     if (r == nullptr) throw_not_alive(op, e, id);
     Archetype& from = *archetypes_[r->archetype];
-    column = from.slot(id);
-    existed = column != slot_absent;
+    column = from.column_index(id);
+    existed = column != absent_column;
     if (existed) return {&from, r->row};
     const EdgeMap::Edge* edge = from.edges.find(id.value);
     Archetype* target = nullptr;
@@ -362,20 +362,20 @@ RowSlot Core::prepare_add_one(Entity e, ComponentId id, bool& existed, std::int3
     }
     Archetype& to = *target;
     if (to.size == to.capacity) reserve_rows(to, 1);
-    column = to.slot(id);
+    column = to.column_index(id);
     // Nothing below throws.
     if (edge != nullptr && !(from.slow_rows || to.slow_rows))
         return {&to, move_bytes<true>(e, r->row, from, to, edge->add_pivot)};
     return move_entity(e, *r, to);
 }
 
-RowSlot Core::move_entity(Entity e, const EntityRecord& rec, Archetype& to) noexcept {
+TableRow Core::move_entity(Entity e, const EntityRecord& rec, Archetype& to) noexcept {
     Archetype& from = *archetypes_[rec.archetype];
     const std::uint32_t src = rec.row;
     const std::uint32_t dst = to.size;
     const bool plain = !(from.tracked || from.enableable || to.tracked || to.enableable);
     for (const Column& c : from.columns) {
-        const std::int32_t k = to.slot(c.id);  // >= 0: `to` has the column (flags-only too)
+        const std::int32_t k = to.column_index(c.id);  // >= 0: `to` has the column (flags-only too)
         if (k >= 0 && plain) {
             const Column& into = to.columns[static_cast<std::uint32_t>(k)];
             move_value(c, into.data + std::size_t{dst} * c.size,
@@ -405,9 +405,9 @@ RowSlot Core::move_entity(Entity e, const EntityRecord& rec, Archetype& to) noex
     return {&to, dst};
 }
 
-RowSlot Core::prepare_add(Entity e, std::span<const ComponentId> ids, bool* existed,
-                          const char* op) {
-    const EntityRecord* r = record(e);
+TableRow Core::prepare_add(Entity e, std::span<const ComponentId> ids, bool* existed,
+                           const char* op) {
+    const EntityRecord* r = try_record(e);
     if (r == nullptr) throw_not_alive(op, e, ids[0]);
     Archetype& from = *archetypes_[r->archetype];
     bool all = true;
@@ -428,7 +428,7 @@ RowSlot Core::prepare_add(Entity e, std::span<const ComponentId> ids, bool* exis
 }
 
 bool Core::remove(Entity e, std::span<const ComponentId> ids, const char* op) {
-    const EntityRecord* r = record(e);
+    const EntityRecord* r = try_record(e);
     if (r == nullptr) throw_not_alive(op, e, ids[0]);
     Archetype& from = *archetypes_[r->archetype];
     if (std::none_of(ids.begin(), ids.end(), [&](ComponentId id) { return from.contains(id); })) {

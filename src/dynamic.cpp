@@ -73,9 +73,9 @@ std::uint64_t hash_text(std::string_view s) noexcept {
 }  // namespace
 
 StringTable::StringTable(std::pmr::memory_resource* mr)
-    : mr_(mr), strings_(mr), slots_(mr), blocks_(mr) {
+    : mr_(mr), strings_(mr), buckets_(mr), blocks_(mr) {
     strings_.push_back(std::string_view());  // id 0 is ""
-    grow_slots();
+    grow_buckets();
 }
 
 // After the delegated constructor the object is complete: if interning throws, its
@@ -89,23 +89,23 @@ StringTable::~StringTable() {
     for (const auto& [data, bytes] : blocks_) mr_->deallocate(data, bytes, 1);
 }
 
-void StringTable::grow_slots() {
-    std::pmr::vector<std::uint32_t> bigger(std::max<std::size_t>(16, slots_.size() * 2), 0u,
-                                           slots_.get_allocator());
+void StringTable::grow_buckets() {
+    std::pmr::vector<std::uint32_t> bigger(std::max<std::size_t>(16, buckets_.size() * 2), 0u,
+                                           buckets_.get_allocator());
     const std::size_t mask = bigger.size() - 1;
     for (std::size_t id = 1; id < strings_.size(); ++id) {
         std::size_t i = hash_text(strings_[id]) & mask;
         while (bigger[i] != 0) i = (i + 1) & mask;
         bigger[i] = static_cast<std::uint32_t>(id + 1);
     }
-    slots_.swap(bigger);
+    buckets_.swap(bigger);
 }
 
 std::uint32_t StringTable::find(std::string_view s) const noexcept {
     if (s.empty()) return 0;
-    const std::size_t mask = slots_.size() - 1;
-    for (std::size_t i = hash_text(s) & mask; slots_[i] != 0; i = (i + 1) & mask) {
-        if (strings_[slots_[i] - 1] == s) return slots_[i] - 1;
+    const std::size_t mask = buckets_.size() - 1;
+    for (std::size_t i = hash_text(s) & mask; buckets_[i] != 0; i = (i + 1) & mask) {
+        if (strings_[buckets_[i] - 1] == s) return buckets_[i] - 1;
     }
     return 0xFFFFFFFFu;
 }
@@ -132,15 +132,15 @@ std::uint32_t StringTable::intern(std::string_view s) {
             "StringTable::intern: the text is not valid UTF-8 (byte " + std::to_string(at) + ")");
     if (strings_.size() >= 0xFFFFFFF0u)
         throw Error(errc::limit_exceeded, "StringTable::intern: the table is full");
-    if ((strings_.size() + 1) * 2 > slots_.size()) grow_slots();
+    if ((strings_.size() + 1) * 2 > buckets_.size()) grow_buckets();
     if (strings_.size() == strings_.capacity()) strings_.reserve(strings_.size() * 2);
     const std::string_view kept(store(s), s.size());  // nothing below throws
     const auto id = static_cast<std::uint32_t>(strings_.size());
     strings_.push_back(kept);
-    const std::size_t mask = slots_.size() - 1;
+    const std::size_t mask = buckets_.size() - 1;
     std::size_t i = hash_text(kept) & mask;
-    while (slots_[i] != 0) i = (i + 1) & mask;
-    slots_[i] = id + 1;
+    while (buckets_[i] != 0) i = (i + 1) & mask;
+    buckets_[i] = id + 1;
     return id;
 }
 
@@ -256,7 +256,7 @@ namespace {
 
 // The value of `e`'s component `id`, or the right error.
 std::byte* value_of(const Storage& s, Entity e, ComponentId id, const char* op) {
-    std::byte* p = s.find(e, id);
+    std::byte* p = s.try_value(e, id);
     if (p == nullptr) throw_lookup(s, op, e, id);
     return p;
 }
@@ -378,13 +378,13 @@ void write_value(Storage& s, std::byte* p, const FieldInfo& f, const FieldValue&
 void set_field(World& w, Entity e, ComponentId id, FieldRef f, const FieldValue& value,
                const char* op) {
     Storage& s = w.storage();
-    const Location loc = s.locate(e, id);
+    const Location loc = s.try_location(e, id);
     if (loc.archetype == nullptr) throw_lookup(s, op, e, id);
     if (s.writes_watched()) [[unlikely]]
         check_write(s, op, e, id);
-    const bool observed = s.hooked(id);
+    const bool hooked = s.hooked(id);
     // Observers, and interning a text into the world's strings, are the world's thread's.
-    if (observed || (f.info->type == Field::str && value.kind == FieldValue::Kind::text))
+    if (hooked || (f.info->type == Field::str && value.kind == FieldValue::Kind::text))
         check_not_parallel(s, op);
     const Column& col = loc.archetype->columns[static_cast<std::uint32_t>(loc.column)];
     std::byte* p = col.data + std::size_t{loc.row} * col.size + f.offset;
@@ -395,7 +395,7 @@ void set_field(World& w, Entity e, ComponentId id, FieldRef f, const FieldValue&
         throw Error(errc::invalid_argument, os.str());
     });
     s.stamp_changed(*loc.archetype, loc.row, loc.column);
-    if (observed) s.hooks().set(s, e, id);
+    if (hooked) s.hooks().set(s, e, id);
 }
 
 void get_field(const World& w, Entity e, ComponentId id, FieldRef f, FieldWant want, void* out,
@@ -559,10 +559,10 @@ void World::add(Entity e, ComponentId id) {
     if (s.deferring()) {
         s.deferred().reserve(1);
         s.reserve_watch(1);
-        std::byte* slot = s.deferred().allocate_value(info);
-        info.construct_value(slot);
+        std::byte* buffer = s.deferred().allocate_value(info);
+        info.construct_value(buffer);
         s.watch(e, id, s.deferred().mark());
-        s.deferred().push_add(e, info, slot, 1);
+        s.deferred().push_add(e, info, buffer, 1);
         return;
     }
     // The value is made first (its constructor may throw), then relocated into the table.
@@ -612,9 +612,9 @@ void CommandBuffer::add(Entity e, ComponentId id) {
     }
     begin_record();
     queue_.reserve(1);
-    std::byte* slot = queue_.allocate_value(info);
-    info.construct_value(slot);
-    queue_.push_add(e, info, slot, 1);
+    std::byte* buffer = queue_.allocate_value(info);
+    info.construct_value(buffer);
+    queue_.push_add(e, info, buffer, 1);
 }
 
 void CommandBuffer::remove(Entity e, ComponentId id) {
@@ -653,7 +653,7 @@ std::uint64_t tick_by_id(detail::Storage& s, Entity e, ComponentId id, bool adde
                         (info.is_tag() ? "tags carry no change ticks"
                                        : "the component was defined with track_changes = false"));
     }
-    const detail::Location loc = s.locate(e, id);
+    const detail::Location loc = s.try_location(e, id);
     if (loc.archetype == nullptr) detail::throw_lookup(s, op, e, id);
     s.track(id);
     const detail::Column& col = loc.archetype->columns[static_cast<std::uint32_t>(loc.column)];

@@ -1,7 +1,7 @@
 // Observers: the registry of subscriptions and the observed forms of structural changes.
 #include "observer_hooks.hpp"
 
-#include <tessera/detail/observe.hpp>
+#include <tessera/detail/notify.hpp>
 #include <tessera/detail/operations.hpp>
 #include <tessera/detail/storage.hpp>
 #include <tessera/error.hpp>
@@ -221,7 +221,7 @@ public:
         for (std::size_t i = 0; i < n; ++i) {
             const Entry entry = typed_[typed_index(kind)][id.value][i];  // lists may grow meanwhile
             if (entry.id == 0) continue;
-            RelationEvent event{target, storage_->find(e, id)};
+            RelationEvent event{target, storage_->try_value(e, id)};
             void* value = relation ? static_cast<void*>(&event) : event.data;
             entry.cb.invoke(entry.cb.ctx, storage_->owner(), e, value);
         }
@@ -274,7 +274,7 @@ public:
         for (const auto& lists : typed_) {
             for (std::size_t i = 0; i < lists.size(); ++i) by_id_[i] |= live(lists[i]) ? 1 : 0;
         }
-        storage_->set_observation(live_ != 0, all, by_id_);
+        storage_->set_subscriptions(live_ != 0, all, by_id_);
     }
 
 private:
@@ -373,7 +373,7 @@ ObserverRegistry& Storage::observer_registry() {
 
 std::weak_ptr<ObserverRegistry> registry_of(Storage& s) {
     s.observer_registry();
-    return s.observers_shared();
+    return s.observer_registry_ptr();
 }
 
 namespace {
@@ -388,7 +388,7 @@ ObserverRegistry& registry_for(Storage& s, const ObserverCallback& cb) {
 }
 }  // namespace
 
-void check_can_observe(const Storage& s, Event kind) {
+void check_can_subscribe(const Storage& s, Event kind) {
     if (!s.parallel()) [[likely]]
         return;
     constexpr const char* ops[] = {"World::on_add",   "World::on_remove",  "World::on_set",
@@ -414,19 +414,19 @@ namespace {
 void no_finish() noexcept {}
 
 std::uint32_t archetype_of(const Storage& s, Entity e) noexcept {
-    const EntityRecord* r = s.record(e);
+    const EntityRecord* r = s.try_record(e);
     return r == nullptr ? no_index : r->archetype;
 }
 
 }  // namespace
 
-void begin_observed(Storage& s) noexcept {
+void begin_notify(Storage& s) noexcept {
     s.begin_defer();
 }
-void end_observed(Storage& s) {
+void end_notify(Storage& s) {
     end_defer(s);
 }
-void end_observed_noexcept(Storage& s) noexcept {
+void end_notify_noexcept(Storage& s) noexcept {
     end_defer_noexcept(s);
 }
 
@@ -449,7 +449,7 @@ void deliver_move(Storage& s, Entity e, std::uint32_t from, std::uint32_t to) {
 void notify_spawned(Storage& s, Entity e) {
     if (s.observers() == nullptr) return;
     ObserverRegistry& reg = *s.observers();
-    observed(
+    notifying(
         s,
         [&] {
             reg.deliver(Event::spawn, e);
@@ -470,7 +470,7 @@ void notify_added(Storage& s, Entity e, std::uint32_t from, std::span<const Comp
     const std::span<std::pair<ComponentId, bool>> sorted = buffer.span();
     for (std::size_t i = 0; i < ids.size(); ++i) sorted[i] = {ids[i], existed[i]};
     std::sort(sorted.begin(), sorted.end());
-    observed(
+    notifying(
         s,
         [&] {
             for (const auto& [id, was] : sorted) {
@@ -488,24 +488,24 @@ void notify_added(Storage& s, Entity e, std::uint32_t from, std::span<const Comp
         no_finish);
 }
 
-void refresh_observation(Storage& s) noexcept {
+void refresh_subscriptions(Storage& s) noexcept {
     if (ObserverRegistry* r = s.observers())
         r->refresh();
     else
-        s.set_observation(false, false, {});
+        s.set_subscriptions(false, false, {});
 }
 
 void notify_set(Storage& s, Entity e, ComponentId id) {
     if (s.observers() == nullptr) return;
     ObserverRegistry& reg = *s.observers();
-    observed(
+    notifying(
         s, [&] { reg.deliver(Event::set, id, e); }, no_finish);
 }
 
-bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
-                     Commit commit) {
+bool remove_notifying(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
+                      Commit commit) {
     s.check_plain(ids, op);
-    const EntityRecord* r = s.record(e);
+    const EntityRecord* r = s.try_record(e);
     if (r == nullptr) throw_not_alive(op, e, ids[0]);
     Archetype& from = s.archetype(r->archetype);
     ScratchArray<ComponentId> buffer(ids.size(), s.resource());
@@ -529,7 +529,7 @@ bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, con
     commit();
     const std::uint32_t from_index = from.index;
     if (s.observers() == nullptr) {
-        s.move_entity(e, *s.record(e), to);
+        s.move_entity(e, *s.try_record(e), to);
         return true;
     }
     ObserverRegistry& reg = *s.observers();
@@ -537,9 +537,9 @@ bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, con
     auto move = [&]() noexcept {
         if (moved) return;
         moved = true;
-        s.move_entity(e, *s.record(e), to);  // callbacks can't have moved `e`: deferred
+        s.move_entity(e, *s.try_record(e), to);  // callbacks can't have moved `e`: deferred
     };
-    observed(
+    notifying(
         s,
         [&] {
             for (const ComponentId id : present) reg.deliver(Event::remove, id, e);
@@ -553,14 +553,14 @@ bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, con
     return true;
 }
 
-bool observed_despawn(Storage& s, Entity e) {
-    const EntityRecord* r = s.record(e);
+bool despawn_notifying(Storage& s, Entity e) {
+    const EntityRecord* r = s.try_record(e);
     if (r == nullptr) return false;
     const std::uint32_t from = r->archetype;
     if (s.observers() == nullptr) return s.despawn(e);
     ObserverRegistry& reg = *s.observers();
     auto kill = [&]() noexcept { s.despawn(e); };  // no-op once dead
-    observed(
+    notifying(
         s,
         [&] {
             reg.deliver(Event::despawn, e);
@@ -572,11 +572,11 @@ bool observed_despawn(Storage& s, Entity e) {
     return true;
 }
 
-std::size_t observed_despawn(Storage& s, std::span<const Entity> es, Commit commit) {
+std::size_t despawn_notifying(Storage& s, std::span<const Entity> es, Commit commit) {
     commit();
     std::size_t n = 0;
     const auto hooked = [&s](Entity e) {
-        const EntityRecord* r = s.record(e);
+        const EntityRecord* r = s.try_record(e);
         return r != nullptr && s.hooked(*r);
     };
     if (s.observers() == nullptr || std::none_of(es.begin(), es.end(), hooked)) {
@@ -592,13 +592,13 @@ std::size_t observed_despawn(Storage& s, std::span<const Entity> es, Commit comm
             const Entity e = es[next++];
             if (notify && hooked(e)) {
                 ++n;
-                (void)observed_despawn(s, e);  // kills e even when a callback throws
+                (void)despawn_notifying(s, e);  // kills e even when a callback throws
             } else {
                 n += s.despawn(e) ? 1 : 0;
             }
         }
     };
-    observed(
+    notifying(
         s, [&] { run(true); }, [&]() noexcept { run(false); });
     return n;
 }

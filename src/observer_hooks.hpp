@@ -3,7 +3,7 @@
 // commands. Private to src/.
 #pragma once
 
-#include <tessera/detail/observe.hpp>
+#include <tessera/detail/notify.hpp>
 #include <tessera/detail/storage.hpp>
 
 namespace tessera::detail {
@@ -18,14 +18,14 @@ public:
     void set(Storage& s, Entity e, ComponentId id) const override { notify_set(s, e, id); }
     bool remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
                 Commit commit) const override {
-        return observed_remove(s, e, ids, op, commit);
+        return remove_notifying(s, e, ids, op, commit);
     }
     std::size_t despawn_many(Storage& s, std::span<const Entity> es, Commit commit) const override {
-        return observed_despawn(s, es, commit);
+        return despawn_notifying(s, es, commit);
     }
     bool despawn(Storage& s, Entity e) const override {
-        const EntityRecord* r = s.record(e);
-        return r != nullptr && s.hooked(*r) ? observed_despawn(s, e) : s.despawn(e);
+        const EntityRecord* r = s.try_record(e);
+        return r != nullptr && s.hooked(*r) ? despawn_notifying(s, e) : s.despawn(e);
     }
     bool apply(Storage&, const Command&, Entity, Entity, Commit) const override {
         TESSERA_ASSERT(false, "ObserverHooks::apply: a relation command without relations");

@@ -10,35 +10,35 @@ namespace tessera::detail {
 
 [[noreturn]] void throw_not_alive(const char* op, Entity e, ComponentId id);
 
-void put_value(Storage& s, RowSlot slot, ComponentId id, std::byte* value, bool existed) noexcept {
-    const std::int32_t c = slot.archetype->slot(id);
-    if (c < 0 || slot.archetype->columns[static_cast<std::uint32_t>(c)].size == 0) {
+void put_value(Storage& s, TableRow at, ComponentId id, std::byte* value, bool existed) noexcept {
+    const std::int32_t c = at.archetype->column_index(id);
+    if (c < 0 || at.archetype->columns[static_cast<std::uint32_t>(c)].size == 0) {
         // A tag: no bytes to place (an enableable tag's flag is set by the move).
         const ComponentInfo& info = component_info(id);
         if (value != nullptr && info.destroy != nullptr) info.destroy(value, 1);
         return;
     }
-    Column& col = slot.archetype->columns[static_cast<std::uint32_t>(c)];
-    std::byte* dst = col.data + std::size_t{slot.row} * col.size;
+    Column& col = at.archetype->columns[static_cast<std::uint32_t>(c)];
+    std::byte* dst = col.data + std::size_t{at.row} * col.size;
     if (existed && col.destroy != nullptr) col.destroy(dst, 1);
     col.relocate_in(dst, value);
     if (existed)
-        s.stamp_changed(*slot.archetype, slot.row, c);
+        s.stamp_changed(*at.archetype, at.row, c);
     else
-        s.stamp_added(slot, c);
+        s.stamp_added(at, c);
 }
 
 void apply_add(Storage& s, Entity e, std::span<const ComponentId> ids, std::byte* const* values,
                const char* op, Commit commit) {
     s.check_plain(ids, op);
-    const EntityRecord* r = s.record(e);
+    const EntityRecord* r = s.try_record(e);
     if (r == nullptr) throw_not_alive(op, e, ids[0]);
     const std::uint32_t from = r->archetype;
     ScratchArray<bool> existed(ids.size(), s.resource());
-    std::int32_t column = slot_absent;
-    const RowSlot slot = ids.size() == 1 ? s.prepare_add_one(e, ids[0], existed[0], column, op)
-                                         : s.prepare_add(e, ids, existed.data(), op);
-    for (std::size_t i = 0; i < ids.size(); ++i) put_value(s, slot, ids[i], values[i], existed[i]);
+    std::int32_t column = absent_column;
+    const TableRow at = ids.size() == 1 ? s.prepare_add_one(e, ids[0], existed[0], column, op)
+                                        : s.prepare_add(e, ids, existed.data(), op);
+    for (std::size_t i = 0; i < ids.size(); ++i) put_value(s, at, ids[i], values[i], existed[i]);
     commit();
     if (s.hooked(ids)) s.hooks().added(s, e, from, ids, existed.data());
 }
@@ -46,7 +46,7 @@ void apply_add(Storage& s, Entity e, std::span<const ComponentId> ids, std::byte
 void apply_place(Storage& s, Entity e, std::span<const ComponentId> ids, std::byte* const* values,
                  Commit commit) {
     s.check_plain(ids, "World::spawn");
-    const EntityRecord* r = s.record(e);
+    const EntityRecord* r = s.try_record(e);
     TESSERA_ASSERT(r != nullptr && r->archetype == pending_archetype,
                    "apply_place: the entity is not pending");
     for (const ComponentId id : ids) s.ensure_component(id);
@@ -56,8 +56,8 @@ void apply_place(Storage& s, Entity e, std::span<const ComponentId> ids, std::by
     Archetype& to = s.archetype_for(sorted.span());
     s.reserve_rows(to, 1);
     // Nothing below throws until the observers.
-    const RowSlot slot = s.move_entity(e, *r, to);
-    for (std::size_t i = 0; i < ids.size(); ++i) put_value(s, slot, ids[i], values[i], false);
+    const TableRow at = s.move_entity(e, *r, to);
+    for (std::size_t i = 0; i < ids.size(); ++i) put_value(s, at, ids[i], values[i], false);
     commit();
     if (s.hooked(to)) s.hooks().spawned(s, e);
 }
@@ -87,7 +87,7 @@ void live_distinct(Storage& s, std::span<const Entity> es, bool skip_queued,
     out.reserve(es.size());
     if (es.size() <= 16 && !skip_queued) {
         for (const Entity e : es) {
-            if (s.record(e) != nullptr && std::find(out.begin(), out.end(), e) == out.end())
+            if (s.try_record(e) != nullptr && std::find(out.begin(), out.end(), e) == out.end())
                 out.push_back(e);
         }
         return;
@@ -98,12 +98,12 @@ void live_distinct(Storage& s, std::span<const Entity> es, bool skip_queued,
                                          s.resource());
     if (skip_queued) {
         for (const Command& c : s.deferred().pending()) {
-            if (c.kind == Command::Kind::despawn && s.record(c.entity) != nullptr)
+            if (c.kind == Command::Kind::despawn && s.try_record(c.entity) != nullptr)
                 seen[c.entity.index / 64] |= mask(c.entity);
         }
     }
     for (const Entity e : es) {
-        if (s.record(e) == nullptr || (seen[e.index / 64] & mask(e)) != 0) continue;
+        if (s.try_record(e) == nullptr || (seen[e.index / 64] & mask(e)) != 0) continue;
         seen[e.index / 64] |= mask(e);
         out.push_back(e);
     }
@@ -112,7 +112,7 @@ void live_distinct(Storage& s, std::span<const Entity> es, bool skip_queued,
 
 std::size_t apply_despawns(Storage& s, std::span<const Entity> es) {
     const auto concerned = [&s](Entity e) {
-        const EntityRecord* r = s.record(e);
+        const EntityRecord* r = s.try_record(e);
         return r != nullptr && s.hooked(*r);
     };
     if (!s.hooked() || (s.relations() == nullptr && std::none_of(es.begin(), es.end(), concerned)))
@@ -214,7 +214,7 @@ std::size_t call_size(const CommandQueue& q, std::size_t want) noexcept {
 
 Applied apply_front(Storage& s, CommandQueue& q, Entity target, Entity other) {
     const Command cmd = *q.front();  // the queue may grow (and move) while observers run
-    const EntityRecord* r = s.record(target);
+    const EntityRecord* r = s.try_record(target);
     auto drop = [&q] {  // pops the front command, destroying a value it still owns
         Command& c = *q.front();
         if (c.value != nullptr && c.info->destroy != nullptr) c.info->destroy(c.value, 1);
@@ -302,7 +302,7 @@ Applied apply_front(Storage& s, CommandQueue& q, Entity target, Entity other) {
         case Command::Kind::relate:
         case Command::Kind::unrelate: {
             const bool all = cmd.kind == Command::Kind::unrelate && cmd.group != 0;
-            if (r == nullptr || (!all && s.record(other) == nullptr)) {
+            if (r == nullptr || (!all && s.try_record(other) == nullptr)) {
                 drop();  // the source or the target died meanwhile (or was never alive)
                 return {0, 1};
             }

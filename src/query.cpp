@@ -13,7 +13,7 @@ void World::collect_chunks(const QuerySpec& spec, std::vector<Chunk>& out) {
     out.clear();
     detail::Storage& s = *storage_;
     // Index 0 is the sentinel of free entity slots: never a match.
-    for (std::size_t i = empty_archetype; i < s.archetype_slots(); ++i) {
+    for (std::size_t i = empty_archetype; i < s.archetype_end(); ++i) {
         detail::Archetype& a = s.archetype(static_cast<std::uint32_t>(i));
         if (a.size != 0 && spec.matches(a)) out.emplace_back(s, a);  // the pending table is empty
     }
@@ -61,7 +61,7 @@ std::span<const std::uint32_t> QueryState::match_new() {
         seen_ = 0;
         epoch_ = storage_->layout_epoch();
     }
-    const std::size_t total = storage_->archetype_slots();
+    const std::size_t total = storage_->archetype_end();
     if (seen_ == 0) seen_ = 1;  // skip the sentinel
     for (; seen_ < total; ++seen_) {
         if (seen_ == pending_archetype) continue;  // entities spawned while deferred: no rows
@@ -71,7 +71,7 @@ std::span<const std::uint32_t> QueryState::match_new() {
         columns_.reserve(columns_.size() + term_ids_.size());
         matched_.push_back(a.index);
         for (const ComponentId id : term_ids_) {
-            const std::int32_t c = a.slot(id);
+            const std::int32_t c = a.column_index(id);
             columns_.push_back(c >= 0 ? &a.columns[static_cast<std::uint32_t>(c)] : &no_column);
         }
     }
@@ -87,7 +87,7 @@ void QueryState::add_filter(ChangeFilter f) {
 
 bool QueryState::passes(const Archetype& a, std::uint32_t row) const noexcept {
     for (const ChangeFilter& f : filters_) {
-        const Column& c = a.columns[static_cast<std::uint32_t>(a.slot(f.id))];
+        const Column& c = a.columns[static_cast<std::uint32_t>(a.column_index(f.id))];
         const std::uint64_t t = f.added ? c.added[row] : c.changed_at(row);
         if (t <= (f.since_last_run ? run_since_ : f.tick)) return false;
     }
@@ -97,7 +97,7 @@ bool QueryState::passes(const Archetype& a, std::uint32_t row) const noexcept {
 bool QueryState::block_passes(const Archetype& a, std::size_t block) const noexcept {
     for (const ChangeFilter& f : filters_) {
         if (f.added) continue;  // added ticks have no block bounds
-        const Column& c = a.columns[static_cast<std::uint32_t>(a.slot(f.id))];
+        const Column& c = a.columns[static_cast<std::uint32_t>(a.column_index(f.id))];
         const std::uint64_t since = f.since_last_run ? run_since_ : f.tick;
         if (load_bound(c.changed_max[block]) <= since && c.stamped <= since) return false;
     }
@@ -118,14 +118,14 @@ void QueryState::add_gate(ComponentId id) {
 bool QueryState::gated(const Archetype& a) const noexcept {
     if (!a.enableable) return false;
     return std::any_of(gates_.begin(), gates_.end(), [&a](ComponentId id) {
-        const std::int32_t c = a.slot(id);
+        const std::int32_t c = a.column_index(id);
         return c >= 0 && a.columns[static_cast<std::uint32_t>(c)].enabled != nullptr;
     });
 }
 
 bool QueryState::gates_pass(const Archetype& a, std::uint32_t row) const noexcept {
     for (const ComponentId id : gates_) {
-        const std::int32_t c = a.slot(id);
+        const std::int32_t c = a.column_index(id);
         if (c < 0) continue;
         const std::uint8_t* flags = a.columns[static_cast<std::uint32_t>(c)].enabled;
         if (flags != nullptr && flags[row] == 0) return false;

@@ -29,7 +29,7 @@ void change(Storage& s, Pre&& pre, Mechanics&& mechanics, Post&& post) {
             mechanics();
         }
     };
-    observed(
+    notifying(
         s,
         [&] {
             pre();
@@ -46,13 +46,13 @@ void change(Storage& s, Pre&& pre, Mechanics&& mechanics, Post&& post) {
 void relation_add(Storage& s, const RelationType& type, Entity e, Entity target, std::byte* value,
                   Commit commit) {
     constexpr const char* op = "World::relate";
-    if (s.record(e) == nullptr) throw_dead(op, type, e, "entity");
-    if (s.record(target) == nullptr) throw_dead(op, type, target, "target");
+    if (s.try_record(e) == nullptr) throw_dead(op, type, e, "entity");
+    if (s.try_record(target) == nullptr) throw_dead(op, type, target, "target");
     RelationIndex& index = s.relation_index();
     RelationIndex::Kind& k = index.kind_for(s, type, op);
     if (type.hierarchy) index.check_cycle(s, k, e, target, op);
     EntityList& back = index.sources_at(k, target.index);
-    const std::uint32_t from = s.record(e)->archetype;
+    const std::uint32_t from = s.try_record(e)->archetype;
     if (s.archetype(from).contains(type.targets)) {
         EntityList& list = *targets_of(s, type.targets, e);
         const bool had = list.contains(target);
@@ -60,12 +60,12 @@ void relation_add(Storage& s, const RelationType& type, Entity e, Entity target,
             list.reserve(list.size() + 1);
             back.reserve(back.size() + 1);
         }
-        const EntityRecord& r = *s.record(e);
+        const EntityRecord& r = *s.try_record(e);
         put_value(s, {&s.archetype(r.archetype), r.row}, type.data, value, true);
         if (!had) {
             list.push_back(target);
             back.push_back(e);
-            const Location loc = s.locate(e, type.targets);
+            const Location loc = s.try_location(e, type.targets);
             s.stamp_changed(*loc.archetype, loc.row, loc.column);
         }
         commit();
@@ -83,17 +83,17 @@ void relation_add(Storage& s, const RelationType& type, Entity e, Entity target,
     ComponentId ids[2] = {type.data, type.targets};
     if (ids[1] < ids[0]) std::swap(ids[0], ids[1]);
     bool existed[2] = {false, false};
-    const RowSlot slot = s.prepare_add(e, ids, existed, op);
-    put_value(s, slot, type.data, value, false);
-    const std::int32_t c = slot.archetype->slot(type.targets);
-    Column& col = slot.archetype->columns[static_cast<std::uint32_t>(c)];
-    EntityList* list = type.make_targets(col.data + std::size_t{slot.row} * col.size, s.resource());
+    const TableRow at = s.prepare_add(e, ids, existed, op);
+    put_value(s, at, type.data, value, false);
+    const std::int32_t c = at.archetype->column_index(type.targets);
+    Column& col = at.archetype->columns[static_cast<std::uint32_t>(c)];
+    EntityList* list = type.make_targets(col.data + std::size_t{at.row} * col.size, s.resource());
     list->push_back(target);  // the inline slot: no allocation
-    s.stamp_added(slot, c);
+    s.stamp_added(at, c);
     back.push_back(e);
     index.log(type, e);
     commit();
-    const std::uint32_t to = slot.archetype->index;
+    const std::uint32_t to = at.archetype->index;
     change(
         s, [] {}, [] {},
         [&] {
@@ -123,7 +123,7 @@ void relate_many(Storage& s, const RelationType& type, Entity e, std::span<const
         // is there already, so each target is checked against the hierarchy as it is.
         for (const Entity t : targets) index.check_cycle(s, k, e, t, op);
     }
-    const std::uint32_t from = s.record(e)->archetype;
+    const std::uint32_t from = s.try_record(e)->archetype;
     const bool had = s.archetype(from).contains(type.targets);
     EntityList* list = had ? targets_of(s, type.targets, e) : nullptr;
     // The targets to add, in order, each once.
@@ -146,7 +146,7 @@ void relate_many(Storage& s, const RelationType& type, Entity e, std::span<const
     if (had) {
         list->reserve(list->size() + fresh.size());
         // Nothing below throws until the observers.
-        const EntityRecord& r = *s.record(e);
+        const EntityRecord& r = *s.try_record(e);
         put_value(s, {&s.archetype(r.archetype), r.row}, type.data, std::exchange(owned.p, nullptr),
                   true);
     } else {
@@ -156,23 +156,23 @@ void relate_many(Storage& s, const RelationType& type, Entity e, std::span<const
         ComponentId ids[2] = {type.data, type.targets};
         if (ids[1] < ids[0]) std::swap(ids[0], ids[1]);
         bool existed[2] = {false, false};
-        const RowSlot slot = s.prepare_add(e, ids, existed, op);
+        const TableRow at = s.prepare_add(e, ids, existed, op);
         // Nothing below throws until the observers.
-        put_value(s, slot, type.data, std::exchange(owned.p, nullptr), false);
-        const std::int32_t c = slot.archetype->slot(type.targets);
-        Column& col = slot.archetype->columns[static_cast<std::uint32_t>(c)];
-        list = type.make_targets(col.data + std::size_t{slot.row} * col.size, s.resource());
+        put_value(s, at, type.data, std::exchange(owned.p, nullptr), false);
+        const std::int32_t c = at.archetype->column_index(type.targets);
+        Column& col = at.archetype->columns[static_cast<std::uint32_t>(c)];
+        list = type.make_targets(col.data + std::size_t{at.row} * col.size, s.resource());
         list->take(room);
-        s.stamp_added(slot, c);
+        s.stamp_added(at, c);
         index.log(type, e);
-        to = slot.archetype->index;
+        to = at.archetype->index;
     }
     for (const Entity t : fresh) {
         list->push_back(t);
         index.sources_at(k, t.index).push_back(e);
     }
     if (had && !fresh.empty()) {
-        const Location loc = s.locate(e, type.targets);
+        const Location loc = s.try_location(e, type.targets);
         s.stamp_changed(*loc.archetype, loc.row, loc.column);
     }
     // The events of one relate per target, in order: the first target of a new relation adds
@@ -216,7 +216,7 @@ std::size_t unlink(Storage& s, RelationIndex& index, RelationIndex::Kind& k, Ent
     const bool whole = n == list->size();
     ComponentId ids[2] = {type.data, type.targets};
     if (ids[1] < ids[0]) std::swap(ids[0], ids[1]);
-    const std::uint32_t from = s.record(e)->archetype;
+    const std::uint32_t from = s.try_record(e)->archetype;
     std::uint32_t to = from;
     if (whole) {
         Archetype& dest = s.removal_target(s.archetype(from), ids);
@@ -243,10 +243,10 @@ std::size_t unlink(Storage& s, RelationIndex& index, RelationIndex::Kind& k, Ent
                 if (EntityList* back = index.sources_if(k, t.index)) back->erase(e);
             }
             if (whole) {
-                s.move_entity(e, *s.record(e), s.archetype(to));
+                s.move_entity(e, *s.try_record(e), s.archetype(to));
             } else {
                 for (const Entity t : gone) targets.erase(t);
-                const Location loc = s.locate(e, type.targets);
+                const Location loc = s.try_location(e, type.targets);
                 s.stamp_changed(*loc.archetype, loc.row, loc.column);
             }
         },
@@ -262,7 +262,7 @@ RelationIndex::Kind* kind_of(Storage& s, const RelationType& type) noexcept {
 }  // namespace
 
 bool relation_remove(Storage& s, const RelationType& type, Entity e, Entity target, Commit commit) {
-    if (s.record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
+    if (s.try_record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
     RelationIndex::Kind* k = kind_of(s, type);
     if (k == nullptr) {
         commit();
@@ -274,7 +274,7 @@ bool relation_remove(Storage& s, const RelationType& type, Entity e, Entity targ
 }
 
 std::size_t relation_clear(Storage& s, const RelationType& type, Entity e, Commit commit) {
-    if (s.record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
+    if (s.try_record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
     RelationIndex::Kind* k = kind_of(s, type);
     if (k == nullptr) {
         commit();
@@ -301,7 +301,7 @@ std::size_t held_targets(const EntityList* list, std::span<const Entity> targets
 /// Removes each of `targets` that `e` has from its relation, as one change (`unlink`).
 std::size_t relation_remove_many(Storage& s, const RelationType& type, Entity e,
                                  std::span<const Entity> targets) {
-    if (s.record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
+    if (s.try_record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
     RelationIndex::Kind* k = kind_of(s, type);
     const EntityList* list = targets_of(s, type.targets, e);
     if (k == nullptr || list == nullptr) return 0;
@@ -322,32 +322,32 @@ void relate(Storage& s, const RelationType& type, Entity e, Entity target, std::
     if (!s.deferring()) return relation_add(s, type, e, target, value, {});
     constexpr const char* op = "World::relate";
     check_not_parallel(s, op);
-    if (s.record(e) == nullptr) throw_dead(op, type, e, "entity");
-    if (s.record(target) == nullptr) throw_dead(op, type, target, "target");
+    if (s.try_record(e) == nullptr) throw_dead(op, type, e, "entity");
+    if (s.try_record(target) == nullptr) throw_dead(op, type, target, "target");
     RelationIndex::Kind& k = s.relation_index().kind_for(s, type, op);
     if (type.hierarchy && e == target) s.relations()->check_cycle(s, k, e, target, op);
     const ComponentInfo& info = s.ensure_component(type.data);
     s.deferred().reserve(1);
     s.reserve_watch(1);  // writes to the data until it applies are refused (it replaces them)
-    std::byte* slot = nullptr;
+    std::byte* buffer = nullptr;
     if (!info.is_tag()) {
-        slot = s.deferred().allocate_value(info);
+        buffer = s.deferred().allocate_value(info);
         if (info.relocate != nullptr)
-            info.relocate(slot, value, 1);
+            info.relocate(buffer, value, 1);
         else
-            std::memcpy(slot, value, info.size);
+            std::memcpy(buffer, value, info.size);
     } else if (info.destroy != nullptr) {
         info.destroy(value, 1);
     }
     s.watch(e, type.data, s.deferred().mark());
     s.deferred().push_relation(Command::Kind::relate, e, target, type, relation_hooks(), info,
-                               slot);
+                               buffer);
 }
 
 namespace {
 bool queue_unrelate(Storage& s, const RelationType& type, Entity e, Entity target, bool all) {
     check_not_parallel(s, "World::unrelate");
-    if (s.record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
+    if (s.try_record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
     s.deferred().reserve(1);
     s.reserve_watch(1);  // writes to the data until it applies are refused (it may remove it)
     s.watch(e, type.data, s.deferred().mark());
@@ -369,7 +369,7 @@ std::size_t unrelate_many(Storage& s, const RelationType& type, Entity e,
     const EntryCheck entry(s);
     if (!s.deferring()) return relation_remove_many(s, type, e, targets);
     check_not_parallel(s, "World::unrelate");
-    if (s.record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
+    if (s.try_record(e) == nullptr) throw_dead("World::unrelate", type, e, "entity");
     s.deferred().reserve(targets.size());
     s.reserve_watch(1);
     // Nothing below throws. Counted: the distinct targets `e` has now.
@@ -393,7 +393,7 @@ std::size_t unrelate_all(Storage& s, const RelationType& type, Entity e) {
 
 std::span<const Entity> sources(const Storage& s, ComponentId data, Entity target) noexcept {
     RelationIndex* index = s.relations();
-    if (index == nullptr || s.record(target) == nullptr) return {};
+    if (index == nullptr || s.try_record(target) == nullptr) return {};
     RelationIndex::Kind* k = index->find(data);
     if (k == nullptr) return {};
     const EntityList* list = index->sources_if(*k, target.index);
@@ -533,11 +533,12 @@ namespace {
 /// relation-only components with a value; `ChildOf` itself is a tag).
 template <class F>
 void each_target_list(const detail::Storage& s, Entity e, F&& fn) {
-    const detail::EntityRecord* r = s.record(e);
+    const detail::EntityRecord* r = s.try_record(e);
     if (r == nullptr) return;
     for (const ComponentId id : s.archetype(r->archetype).ids) {
         if (!detail::Storage::relation_only(id)) continue;
-        if (const std::byte* p = s.find(e, id)) fn(*reinterpret_cast<const detail::EntityList*>(p));
+        if (const std::byte* p = s.try_value(e, id))
+            fn(*reinterpret_cast<const detail::EntityList*>(p));
     }
 }
 }  // namespace

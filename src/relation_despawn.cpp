@@ -29,7 +29,7 @@ std::size_t RelationIndex::plan(Storage& s, std::span<const Entity> roots) {
     // doomed, breadth first, before the next root: the order of one despawn per root.
     std::size_t listed = 0;
     for (const Entity root : roots) {
-        if (s.record(root) == nullptr) continue;
+        if (s.try_record(root) == nullptr) continue;
         ++listed;
         if (marked(root)) continue;  // an earlier root's cascade took it
         std::size_t i = doomed_.size();
@@ -42,7 +42,7 @@ std::size_t RelationIndex::plan(Storage& s, std::span<const Entity> roots) {
                     if (marked(c) || s.permanent(c.index)) continue;
                     const EntityList* parents = targets_of(s, k.type.targets, c);
                     if (std::all_of(parents->begin(), parents->end(), [&](Entity p) {
-                            return marked(p) || s.record(p) == nullptr;
+                            return marked(p) || s.try_record(p) == nullptr;
                         })) {
                         doom(c);
                     }
@@ -84,7 +84,7 @@ std::size_t RelationIndex::plan(Storage& s, std::span<const Entity> roots) {
     // The archetypes they move through (created now), with room reserved.
     for (Move& m : moves_) {
         fit(cur_, m.source.index);
-        m.from = down_marked(m.source) ? cur_[m.source.index] : s.record(m.source)->archetype;
+        m.from = down_marked(m.source) ? cur_[m.source.index] : s.try_record(m.source)->archetype;
         const std::array<ComponentId, 2> ids = ids_of(m.kind);
         m.to = s.removal_target(s.archetype(m.from), ids).index;
         down_mark(m.source);
@@ -106,7 +106,7 @@ void RelationIndex::pre(Storage& s, std::size_t step) {
                 deliver_relation(s, Event::unrelate, type.data, x, t);
         }
     }
-    const std::uint32_t from = s.record(x)->archetype;
+    const std::uint32_t from = s.try_record(x)->archetype;
     for (const ComponentId id : s.archetype(from).ids) deliver(s, Event::remove, id, x);
     deliver_move(s, x, from, no_index);
     for (std::size_t k = 0; k < kinds_.size(); ++k) {
@@ -143,7 +143,7 @@ void RelationIndex::mechanics(Storage& s, std::size_t step) noexcept {
         }
     }
     for (const Move& m : moves_at(step))
-        s.move_entity(m.source, *s.record(m.source), s.archetype(m.to));
+        s.move_entity(m.source, *s.try_record(m.source), s.archetype(m.to));
     s.despawn(x);
 }
 
@@ -168,7 +168,7 @@ std::size_t RelationIndex::despawn(Storage& s, std::span<const Entity> roots, Co
     if (s.observers() == nullptr) {
         run(false);
     } else {
-        observed(
+        notifying(
             s, [&] { run(true); }, [&]() noexcept { run(false); });
     }
     return listed;
@@ -176,13 +176,15 @@ std::size_t RelationIndex::despawn(Storage& s, std::span<const Entity> roots, Co
 
 std::size_t despawn_related(Storage& s, std::span<const Entity> es, Commit commit) {
     RelationIndex& index = *s.relations();
-    const auto involved = [&](Entity e) { return s.record(e) != nullptr && index.involved(s, e); };
+    const auto involved = [&](Entity e) {
+        return s.try_record(e) != nullptr && index.involved(s, e);
+    };
     if (std::none_of(es.begin(), es.end(), involved)) {
         if (es.size() == 1) {
             commit();
-            return observed_despawn(s, es[0]) ? 1 : 0;
+            return despawn_notifying(s, es[0]) ? 1 : 0;
         }
-        return observed_despawn(s, es, commit);
+        return despawn_notifying(s, es, commit);
     }
     return index.despawn(s, es, commit);
 }

@@ -3,7 +3,7 @@
 // hierarchy log. Internal to the library.
 #pragma once
 
-#include <tessera/detail/observe.hpp>
+#include <tessera/detail/notify.hpp>
 #include <tessera/detail/operations.hpp>
 #include <tessera/error.hpp>
 #include <tessera/relation.hpp>
@@ -21,7 +21,7 @@ namespace tessera::detail {
 /// The `Targets<R>` of `e` (whose id is `targets`), or null.
 inline EntityList* targets_of(const Storage& s, ComponentId targets, Entity e) noexcept {
     // Targets<R> adds no member to EntityList: the two are pointer-interconvertible.
-    return reinterpret_cast<EntityList*>(s.find(e, targets));
+    return reinterpret_cast<EntityList*>(s.try_value(e, targets));
 }
 
 inline std::string relation_type_name(const RelationType& type) {
@@ -63,7 +63,7 @@ public:
     /// add/remove/spawn). @throws invalid_argument when the type is a plain component here.
     Kind& kind_for(Storage& s, const RelationType& type, const char* op) {
         if (Kind* k = find(type.data)) return *k;
-        for (std::size_t i = first_user_archetype; i < s.archetype_slots(); ++i) {
+        for (std::size_t i = first_user_archetype; i < s.archetype_end(); ++i) {
             const Archetype& a = s.archetype(static_cast<std::uint32_t>(i));
             if (a.contains(type.data) || a.contains(type.targets)) {
                 throw Error(errc::invalid_argument,
@@ -190,7 +190,7 @@ public:
 
     /// Whether despawning `e` touches a relation (its own, or one pointing at it).
     [[nodiscard]] bool involved(const Storage& s, Entity e) const noexcept {
-        const Archetype& a = s.archetype(s.record(e)->archetype);
+        const Archetype& a = s.archetype(s.try_record(e)->archetype);
         for (const Kind& k : kinds_) {
             if (a.contains(k.type.targets)) return true;
             if (e.index < k.sources.size() && !k.sources[e.index].empty()) return true;

@@ -295,7 +295,7 @@ std::vector<std::byte> save_binary(const Storage& s, const char* op) {
         for (const std::uint32_t ci : sc.archetypes[ai]) {
             const ComponentId id = sc.components[ci];
             const ComponentInfo& info = component_info(id);
-            const std::int32_t slot = a.slot(id);
+            const std::int32_t slot = a.column_index(id);
             if (slot < 0) continue;
             const Column& col = a.columns[static_cast<std::uint32_t>(slot)];
             if (info.is_tag()) {

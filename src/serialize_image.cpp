@@ -63,7 +63,7 @@ Scan scan(const Storage& s, const char* op) {
     check_quiet(s, op);
     Scan out;
     std::vector<std::int64_t> slot;
-    for (std::size_t i = empty_archetype; i < s.archetype_slots(); ++i) {
+    for (std::size_t i = empty_archetype; i < s.archetype_end(); ++i) {
         if (i == pending_archetype) continue;
         const Archetype& a = s.archetype(static_cast<std::uint32_t>(i));
         std::vector<std::uint32_t> comps;
@@ -126,7 +126,7 @@ namespace {
 // come together; the saved reverse lists hold exactly the same pairs; ChildOf has no loop.
 void check_relations(const Image& image, Storage& b, const char* op) {
     const std::size_t n_records = image.generations.size();
-    auto alive = [&](Entity e) { return b.record(e) != nullptr; };
+    auto alive = [&](Entity e) { return b.try_record(e) != nullptr; };
     for (std::size_t ci = 0; ci < image.components.size(); ++ci) {
         const SavedComponent& sc = image.components[ci];
         if (sc.codec != Codec::targets) continue;
@@ -136,7 +136,7 @@ void check_relations(const Image& image, Storage& b, const char* op) {
         std::vector<std::uint64_t> stamp(n_records, 0);
         std::uint64_t list_no = 0;
         std::vector<std::uint64_t> forward;  // (target index, source index) pairs
-        for (std::size_t i = empty_archetype; i < b.archetype_slots(); ++i) {
+        for (std::size_t i = empty_archetype; i < b.archetype_end(); ++i) {
             const Archetype& a = b.archetype(static_cast<std::uint32_t>(i));
             if (a.contains(type.data) != a.contains(type.targets))
                 fail(op, std::string(sc.info->name) +
@@ -144,7 +144,7 @@ void check_relations(const Image& image, Storage& b, const char* op) {
             if (!a.contains(type.targets)) continue;
             for (std::uint32_t row = 0; row < a.size; ++row) {
                 const auto& list =
-                    *reinterpret_cast<const Targets*>(b.find(a.entities[row], type.targets));
+                    *reinterpret_cast<const Targets*>(b.try_value(a.entities[row], type.targets));
                 if (list.empty()) fail(op, std::string(sc.info->name) + ": an empty target list");
                 ++list_no;
                 for (const Entity t : list) {
@@ -196,7 +196,8 @@ void check_relations(const Image& image, Storage& b, const char* op) {
             state[i] = 1;
             while (!path.empty()) {
                 auto& [e, next] = path.back();
-                const auto* parents = reinterpret_cast<const Targets*>(b.find(e, type.targets));
+                const auto* parents =
+                    reinterpret_cast<const Targets*>(b.try_value(e, type.targets));
                 if (parents == nullptr || next == parents->size()) {
                     state[e.index] = 2;
                     path.pop_back();
@@ -295,7 +296,7 @@ void build(const Image& image, ColumnSource& columns, Storage& b, const char* op
         std::vector<Column*> filled;  // columns whose values exist
         try {
             for (std::size_t k = 0; k < sa.components.size(); ++k) {
-                const std::int32_t c = a->slot(ids[k]);
+                const std::int32_t c = a->column_index(ids[k]);
                 if (c < 0) continue;  // a tag
                 Column& col = a->columns[static_cast<std::uint32_t>(c)];
                 if (!col.info->is_tag()) {  // an enableable tag's column has flags only

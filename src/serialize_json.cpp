@@ -352,7 +352,7 @@ json save_json(const Storage& s, const char* op) {
         for (const std::uint32_t ci : sc.archetypes[ai]) {
             const ComponentId id = sc.components[ci];
             const ComponentInfo& info = component_info(id);
-            const std::int32_t slot = a.slot(id);
+            const std::int32_t slot = a.column_index(id);
             if (slot < 0 || a.size == 0) {  // nothing to hold (the same whatever the history)
                 values.push_back(nullptr);
                 flags.push_back(nullptr);
@@ -595,7 +595,7 @@ FieldsOf fields_of(const Storage& s, Entity e, ComponentId id, const char* op) {
                      ": the component has no field metadata (TESSERA_REFLECT, or a runtime "
                      "component)");
     }
-    return {info, info.schema, s.find(e, id)};
+    return {info, info.schema, s.try_value(e, id)};
 }
 
 }  // namespace
@@ -628,8 +628,8 @@ void set_fields(World& world, Entity e, ComponentId id, const nlohmann::json& fi
     }
     std::byte* const p = f.value;
     if (!info.copyable()) fail(op, std::string(info.name) + " can't be copied");
-    const bool observed = s.hooked(id);
-    if (observed) detail::check_not_parallel(s, op);
+    const bool hooked = s.hooked(id);
+    if (hooked) detail::check_not_parallel(s, op);
     // The fields go into a copy, which replaces the value once all of them were read: a bad
     // field changes nothing.
     std::pmr::memory_resource* mr = s.resource();
@@ -655,9 +655,9 @@ void set_fields(World& world, Entity e, ComponentId id, const nlohmann::json& fi
     else
         std::memcpy(p, copy, info.size);
     mr->deallocate(copy, info.size, align);
-    const detail::Location loc = s.locate(e, id);
+    const detail::Location loc = s.try_location(e, id);
     s.stamp_changed(*loc.archetype, loc.row, loc.column);
-    if (observed) s.hooks().set(s, e, id);
+    if (hooked) s.hooks().set(s, e, id);
 }
 
 nlohmann::json to_json(const World& world) {

@@ -34,7 +34,7 @@ void replace_state(Storage& target, Storage& built) {
     const std::uint64_t tick = std::max(target.tick(), built.tick());
     target.swap_state(built);
     target.set_tick(tick);
-    refresh_observation(target);
+    refresh_subscriptions(target);
 }
 
 }  // namespace detail

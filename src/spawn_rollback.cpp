@@ -107,7 +107,7 @@ void SpawnRollback::restore(Storage& s) noexcept {
     if (copy_ != nullptr) {
         q.clear();             // every queued command is this call's
         s.swap_state(*copy_);  // the copy now holds the failed state, freed with it
-        refresh_observation(s);
+        refresh_subscriptions(s);
         // The state put back has init's spawns pending, as they were made: their ids go back.
         s.release_pending(index_mark_, init);
         return;

@@ -69,7 +69,7 @@ std::uint64_t hash_world(const Storage& s) {
         const Column* column;
     };
     std::vector<Part> parts;
-    for (std::size_t i = empty_archetype; i < s.archetype_slots(); ++i) {
+    for (std::size_t i = empty_archetype; i < s.archetype_end(); ++i) {
         const Archetype& a = s.archetype(static_cast<std::uint32_t>(i));
         if (a.size == 0) continue;
         parts.clear();
@@ -77,7 +77,7 @@ std::uint64_t hash_world(const Storage& s) {
             const ComponentInfo& info = component_info(id);
             Hasher n;
             n.add_text(info.name);
-            const std::int32_t c = a.slot(id);
+            const std::int32_t c = a.column_index(id);
             parts.push_back(
                 {n.h, &info, c < 0 ? nullptr : &a.columns[static_cast<std::uint32_t>(c)]});
         }

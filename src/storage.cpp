@@ -1,4 +1,4 @@
-// A world's state beside its core: deferral, and the slots where observers, relations and
+// A world's state beside its core: deferral, and the places where observers, relations and
 // strings attach. Calls nothing of those modules: attachments bring their own functions.
 #include <tessera/detail/storage.hpp>
 #include <tessera/error.hpp>
@@ -17,45 +17,45 @@ Storage::~Storage() {
 }
 
 void QueuedChanges::reserve(std::size_t n) {
-    if ((used_ + n) * 2 <= slots_.size()) return;
-    std::size_t cap = slots_.empty() ? 16 : slots_.size();
+    if ((used_ + n) * 2 <= buckets_.size()) return;
+    std::size_t cap = buckets_.empty() ? 16 : buckets_.size();
     while ((used_ + n) * 2 > cap) cap *= 2;
-    std::pmr::vector<Slot> grown(cap, Slot{}, slots_.get_allocator());
-    for (const Slot& s : slots_) {
+    std::pmr::vector<Bucket> grown(cap, Bucket{}, buckets_.get_allocator());
+    for (const Bucket& s : buckets_) {
         if (s.position != npos) grown[probe(grown, s.entity, s.id)] = s;
     }
-    slots_.swap(grown);
+    buckets_.swap(grown);
 }
 
 void QueuedChanges::note(Entity e, ComponentId id, std::size_t position) noexcept {
-    Slot& s = slots_[probe(slots_, e.to_bits(), id.value)];
+    Bucket& s = buckets_[probe(buckets_, e.to_bits(), id.value)];
     if (s.position == npos) ++used_;
-    s = Slot{e.to_bits(), id.value, position};
+    s = Bucket{e.to_bits(), id.value, position};
 }
 
 std::size_t QueuedChanges::find(Entity e, ComponentId id) const noexcept {
-    if (slots_.empty()) return npos;
-    return slots_[probe(slots_, e.to_bits(), id.value)].position;
+    if (buckets_.empty()) return npos;
+    return buckets_[probe(buckets_, e.to_bits(), id.value)].position;
 }
 
 void QueuedChanges::forget(Entity e, ComponentId id) noexcept {
-    if (slots_.empty()) return;
-    Slot& s = slots_[probe(slots_, e.to_bits(), id.value)];
+    if (buckets_.empty()) return;
+    Bucket& s = buckets_[probe(buckets_, e.to_bits(), id.value)];
     if (s.position != npos) s.position = gone;
 }
 
 void QueuedChanges::clear() noexcept {
     if (used_ == 0) return;
-    for (Slot& s : slots_) s = Slot{};
+    for (Bucket& s : buckets_) s = Bucket{};
     used_ = 0;
 }
 
-std::size_t QueuedChanges::probe(const std::pmr::vector<Slot>& slots, std::uint64_t entity,
+std::size_t QueuedChanges::probe(const std::pmr::vector<Bucket>& buckets, std::uint64_t entity,
                                  std::uint32_t id) noexcept {
-    const std::size_t mask = slots.size() - 1;
+    const std::size_t mask = buckets.size() - 1;
     const std::uint64_t h = (entity ^ (std::uint64_t{id} << 40 | id)) * 0x9E3779B97F4A7C15ull;
     std::size_t i = static_cast<std::size_t>(h ^ (h >> 29)) & mask;
-    while (slots[i].position != npos && (slots[i].entity != entity || slots[i].id != id))
+    while (buckets[i].position != npos && (buckets[i].entity != entity || buckets[i].id != id))
         i = (i + 1) & mask;
     return i;
 }
@@ -93,8 +93,8 @@ bool Storage::despawn_pending(Entity e) const noexcept {
     return false;
 }
 
-void Storage::set_observation(bool any, bool all, std::span<const std::uint8_t> by_id) noexcept {
-    observers_any_ = any;
+void Storage::set_subscriptions(bool any, bool all, std::span<const std::uint8_t> by_id) noexcept {
+    subscribed_any_ = any;
     set_hooks(any || relations_.object != nullptr, all, by_id);
 }
 

@@ -18,7 +18,7 @@ std::size_t Propagation::run() {
     // Nothing below moves a row: observers of WorldTransform writes get their structural
     // changes queued until the end.
     DeferScope defer(s_);
-    observed_ = s_.hooked(world_id_);
+    hooked_ = s_.hooked(world_id_);
     tick_ = s_.tick();
     // After an exception the plan may have been rebuilt (forgetting what moved) without
     // computing those steps, and after a whole-world swap (restore, load) entities may hold
@@ -31,7 +31,7 @@ std::size_t Propagation::run() {
         build_plan();  // marks the steps whose parent changed
     }
     mark_forced();
-    general_ = forced_ != nullptr || observed_ || !st_.spare.empty();
+    general_ = forced_ != nullptr || hooked_ || !st_.spare.empty();
     if (resumed || !st_.primed || st_.mode == PropagationMode::full || !collect_dirty())
         written_ = compute_all();
     else

@@ -106,7 +106,7 @@ std::size_t Propagation::compute_all() {
         order_levels();
         written = general_ ? compute_levels<true>() : compute_levels<false>();
     }
-    if (written != 0 && !observed_) {
+    if (written != 0 && !hooked_) {
         // A full pass writes most rows: raise every block bound rather than one per write.
         for (const PlanTable& t : st_.tables) {
             for (std::size_t b = 0; t.changed_max != nullptr && b < tick_blocks(t.size); ++b)
@@ -185,7 +185,7 @@ bool Propagation::compute(const Step& s, std::uint32_t i) {
             world = m;  // a spare: its WorldTransform is yet to be added
             return false;
         }
-        if (observed_) {
+        if (hooked_) {
             world_.set(st_.step_entity[i], WorldTransform{m});  // fires on_set
             return true;
         }

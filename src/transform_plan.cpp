@@ -11,7 +11,7 @@ namespace tessera::detail {
 
 /// `e`'s first ChildOf target, or null (`e` alive).
 Entity Propagation::first_parent(Entity e) const noexcept {
-    const EntityRecord& r = *s_.record(e);
+    const EntityRecord& r = *s_.try_record(e);
     const auto* t = column<Targets<ChildOf>>(s_.archetype(r.archetype), targets_id_);
     return t == nullptr || t[r.row].empty() ? Entity::null() : t[r.row].front();
 }

@@ -194,12 +194,12 @@ struct TransformState {
 /// A column of `a` as typed values (null when `a` lacks the component).
 template <class T>
 T* column(const Archetype& a, ComponentId id) noexcept {
-    const std::int32_t c = a.slot(id);
+    const std::int32_t c = a.column_index(id);
     return c >= 0 ? reinterpret_cast<T*>(a.columns[static_cast<std::uint32_t>(c)].data) : nullptr;
 }
 /// The column of component `id` in `a`, or null.
 inline const Column* column_of(const Archetype& a, ComponentId id) noexcept {
-    const std::int32_t c = a.slot(id);
+    const std::int32_t c = a.column_index(id);
     return c >= 0 ? &a.columns[static_cast<std::uint32_t>(c)] : nullptr;
 }
 
@@ -293,7 +293,7 @@ private:
     const ComponentId targets_id_;
     std::uint32_t ep_ = 0;
     std::uint64_t tick_ = 0;
-    bool observed_ = false;
+    bool hooked_ = false;
     const std::uint64_t* forced_ = nullptr;  ///< `forced`, when some step is marked in it
     /// Some step may be forced, a spare or observed: computing takes the general path.
     bool general_ = false;

@@ -85,7 +85,7 @@ Entity World::spawn() {
 namespace detail {
 
 void check_despawnable(const Storage& s, const char* op, Entity e) {
-    if (s.permanent(e.index) && s.record(e) != nullptr) [[unlikely]] {
+    if (s.permanent(e.index) && s.try_record(e) != nullptr) [[unlikely]] {
         std::ostringstream os;
         os << op << ": entity " << e << " is permanent (spawned with spawn_permanent)";
         throw Error(errc::permanent_entity, os.str());
@@ -175,7 +175,7 @@ ArchetypeInfo World::archetype_info(std::uint32_t index) const noexcept {
 }
 
 ArchetypeInfo World::archetype_of(Entity e) const {
-    const detail::EntityRecord* r = storage_->record(e);
+    const detail::EntityRecord* r = storage_->try_record(e);
     if (r == nullptr || r->archetype == detail::pending_archetype) {
         std::ostringstream os;
         os << "World::archetype_of: entity " << e
@@ -189,7 +189,7 @@ std::vector<ArchetypeInfo> World::archetypes() const {
     std::vector<ArchetypeInfo> out;
     out.reserve(storage_->archetype_count());
     out.push_back(archetype_info(detail::empty_archetype));
-    for (std::size_t i = detail::first_user_archetype; i < storage_->archetype_slots(); ++i)
+    for (std::size_t i = detail::first_user_archetype; i < storage_->archetype_end(); ++i)
         out.push_back(archetype_info(static_cast<std::uint32_t>(i)));
     return out;
 }
@@ -254,7 +254,7 @@ bool World::despawn_pending(Entity e) const noexcept {
 bool World::remove_deferred(Entity e, std::span<const ComponentId> ids) {
     detail::Storage& s = *storage_;
     detail::check_not_parallel(s, "World::remove");
-    const detail::EntityRecord* r = s.record(e);
+    const detail::EntityRecord* r = s.try_record(e);
     if (r == nullptr) detail::throw_not_alive("World::remove", e, ids[0]);
     s.check_plain(ids, "World::remove");
     s.deferred().reserve(ids.size());
@@ -270,7 +270,7 @@ bool World::remove_deferred(Entity e, std::span<const ComponentId> ids) {
 }
 
 bool World::is_alive(Entity e) const noexcept {
-    return storage_->record(e) != nullptr;
+    return storage_->try_record(e) != nullptr;
 }
 
 std::size_t World::count() const noexcept {
@@ -352,7 +352,7 @@ void check_enable(Storage& s, const char* op, Entity e, ComponentId id) {
 }
 
 void throw_lookup(const Storage& s, const char* op, Entity e, ComponentId id) {
-    if (s.record(e) == nullptr) throw_not_alive(op, e, id);
+    if (s.try_record(e) == nullptr) throw_not_alive(op, e, id);
     throw_missing(op, e, id);
 }
 

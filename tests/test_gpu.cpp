@@ -361,6 +361,30 @@ protected:
     }
 };
 
+// set_uniforms reaches the next dispatch and only that one onward, on the CPU backend and on
+// the device path (the uniforms are copied into each dispatch).
+TEST_F(GpuEmulated, SetUniformsChangesTheNextDispatch) {
+    for (const gpu::target where : {gpu::target::cpu, gpu::target::gpu}) {
+        ts::World a, b;
+        populate(a, 500);
+        populate(b, 500);
+        ts::Schedule s(1);
+        auto k = gpu::kernel_system<Position, Velocity>(
+            s, "fall", Gravity{-9.8f}, Fall{}, {.target = where, .readback = gpu::readback::sync});
+        const float g[] = {-9.8f, -1.0f, 3.0f, 3.0f};
+        for (int f = 0; f < 4; ++f) {
+            if (f > 0) k.set_uniforms(Gravity{g[f]});
+            EXPECT_EQ(k.uniforms().g, g[f]);
+            s.run(a, dt);
+            b.query<Position&, Velocity&>().each(
+                [&](Position& p, Velocity& v) { Fall{}(p, v, dt, Gravity{g[f]}); });
+            ASSERT_TRUE(same_bits(state(a), state(b))) << "frame " << f;
+        }
+        EXPECT_EQ(k.backend(),
+                  where == gpu::target::cpu ? gpu::backend::cpu : gpu::backend::emulated);
+    }
+}
+
 TEST_F(GpuEmulated, SyncReadbackIsVisibleWhenTheSystemReturns) {
     ts::World a, b;
     populate(a, 2000);

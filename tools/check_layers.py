@@ -49,7 +49,7 @@ MODULES = [
     ("accessor", [I + "accessor.hpp"]),
     ("event_kinds", [I + "event_kind.hpp"]),
     ("query_spec", [I + "query_spec.hpp", "src/query_spec.cpp"]),
-    ("observers", [I + "observer.hpp", I + "detail/observe.hpp", "src/observer.cpp",
+    ("observers", [I + "observer.hpp", I + "detail/notify.hpp", "src/observer.cpp",
                    "src/observer_hooks.hpp"]),
     ("relations", [I + "relation.hpp", "src/relation*"]),
     ("queries", [I + "query.hpp", I + "chunk.hpp", I + "mut.hpp", I + "detail/terms.hpp",

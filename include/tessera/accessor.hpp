@@ -38,11 +38,11 @@ public:
     }
 
     /// `e`'s `T`, or null when `e` is dead or lacks `T`. Stamps no tick. O(1).
-    [[nodiscard]] const T* try_get(Entity e) const noexcept { return find(e); }
+    [[nodiscard]] const T* try_get(Entity e) const noexcept { return try_value(e); }
     /// `e`'s `T` for writing, or null (also while an add or remove of `T` on `e` is queued, as
     /// `World::try_get_mut`); when not null, marks it changed like `World::get_mut`.
     [[nodiscard]] T* try_get_mut(Entity e) const noexcept {
-        const detail::EntityRecord* r = record(e);
+        const detail::EntityRecord* r = try_record(e);
         if (r == nullptr) return nullptr;
         const detail::Column& c = *columns_[r->archetype];
         if (c.data == nullptr) return nullptr;
@@ -54,7 +54,7 @@ public:
     }
     /// `e`'s `T`. @throws Error(not_alive), Error(missing_component) like `World::get`.
     [[nodiscard]] const T& get(Entity e) const {
-        const T* p = find(e);
+        const T* p = try_value(e);
         if (p == nullptr) [[unlikely]]
             fail("Accessor::get", e);
         return *p;
@@ -64,13 +64,14 @@ public:
     [[nodiscard]] T& get_mut(Entity e) const {
         T* p = try_get_mut(e);
         if (p == nullptr) [[unlikely]] {
-            if (find(e) != nullptr) detail::check_write(*storage_, "Accessor::get_mut", e, id());
+            if (try_value(e) != nullptr)
+                detail::check_write(*storage_, "Accessor::get_mut", e, id());
             fail("Accessor::get_mut", e);
         }
         return *p;
     }
     /// Whether `e` is alive and has `T`.
-    [[nodiscard]] bool has(Entity e) const noexcept { return find(e) != nullptr; }
+    [[nodiscard]] bool has(Entity e) const noexcept { return try_value(e) != nullptr; }
 
 private:
     static ComponentId id() noexcept { return component_id<T>(); }
@@ -79,7 +80,7 @@ private:
     /// queued (a write would be lost). Precondition: `e` has `T`.
     [[gnu::noinline]] T* try_get_mut_watched(Entity e) const noexcept {
         if (storage_->queued_change(e, id()) != nullptr) return nullptr;
-        const detail::EntityRecord* r = record(e);
+        const detail::EntityRecord* r = try_record(e);
         const detail::Column& c = *columns_[r->archetype];
         if (c.changed != nullptr) c.set_changed(r->row, storage_->tick());
         return reinterpret_cast<T*>(c.data) + r->row;
@@ -95,7 +96,7 @@ private:
 
     // The record of `e` when its generation matches (a free slot points at the sentinel table,
     // whose column entry is `no_column`: data null).
-    const detail::EntityRecord* record(Entity e) const noexcept {
+    const detail::EntityRecord* try_record(Entity e) const noexcept {
         TESSERA_ASSERT(
             storage_ == nullptr ||
                 (records_ == storage_->records() && record_count_ == storage_->record_count() &&
@@ -108,8 +109,8 @@ private:
         return r;
     }
 
-    T* find(Entity e) const noexcept {
-        const detail::EntityRecord* r = record(e);
+    T* try_value(Entity e) const noexcept {
+        const detail::EntityRecord* r = try_record(e);
         if (r == nullptr) return nullptr;
         std::byte* data = columns_[r->archetype]->data;
         return data == nullptr ? nullptr : reinterpret_cast<T*>(data) + r->row;

@@ -63,7 +63,7 @@ public:
     /// mark nothing. Empty when the chunk lacks `T`. O(1).
     template <class T>
     [[nodiscard]] MutColumn<T> mut_column() const noexcept {
-        const std::int32_t c = archetype_->slot(component_id<T>());
+        const std::int32_t c = archetype_->column_index(component_id<T>());
         if (c < 0) return {};
         const detail::Column& col = archetype_->columns[static_cast<std::uint32_t>(c)];
         const detail::MutBase<T> base{reinterpret_cast<T*>(col.data), col.changed, col.changed_max,
@@ -81,7 +81,7 @@ public:
                                                   std::string(component_info(id).name) +
                                                   ">: the component is not enableable");
         }
-        const std::int32_t c = archetype_->slot(id);
+        const std::int32_t c = archetype_->column_index(id);
         if (c < 0) return {};
         return {archetype_->columns[static_cast<std::uint32_t>(c)].enabled, archetype_->size};
     }
@@ -89,7 +89,7 @@ public:
     template <class T>
     void mark_changed(std::size_t row) const noexcept {
         TESSERA_ASSERT(row < archetype_->size, "Chunk::mark_changed: row past the chunk's end");
-        const std::int32_t c = archetype_->slot(component_id<T>());
+        const std::int32_t c = archetype_->column_index(component_id<T>());
         if (c >= 0) {
             detail::Storage::stamp_changed(*archetype_, static_cast<std::uint32_t>(row), c,
                                            tick_ != 0 ? tick_ : storage_->tick());
@@ -124,14 +124,14 @@ public:
     /// The enable flags of component `id` (one byte per row), or null when absent, not
     /// enableable, or an id no component has.
     [[nodiscard]] const std::uint8_t* enabled(ComponentId id) const noexcept {
-        const std::int32_t c = archetype_->slot(id);
+        const std::int32_t c = archetype_->column_index(id);
         return c < 0 ? nullptr : archetype_->columns[static_cast<std::uint32_t>(c)].enabled;
     }
     /// Stamps the changed tick of component `id` at `row` (when tracked); nothing for an absent
     /// component or an id no component has.
     void mark_changed(ComponentId id, std::size_t row) const noexcept {
         TESSERA_ASSERT(row < archetype_->size, "Chunk::mark_changed: row past the chunk's end");
-        const std::int32_t c = archetype_->slot(id);
+        const std::int32_t c = archetype_->column_index(id);
         if (c >= 0) {
             detail::Storage::stamp_changed(*archetype_, static_cast<std::uint32_t>(row), c,
                                            tick_ != 0 ? tick_ : storage_->tick());
@@ -147,7 +147,7 @@ private:
         static_assert(detail::track_changes_v<T>,
                       "tessera: T has component_traits<T>::track_changes = false");
         const ComponentId id = component_id<T>();
-        const std::int32_t slot = archetype_->slot(id);
+        const std::int32_t slot = archetype_->column_index(id);
         TESSERA_ASSERT(slot >= 0, "Chunk::changed_since / added_since: the chunk lacks T");
         TESSERA_ASSERT(row < archetype_->size, "Chunk: row past the chunk's end");
         storage_->track(id);

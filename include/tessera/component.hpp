@@ -256,7 +256,7 @@ namespace detail {
 /// Registers `T` during static initialisation; 0 when that fails (a `type_conflict`: the error
 /// is raised again, as an exception, at the type's first use instead of terminating start-up).
 template <class T>
-std::uint32_t initial_type_slot() noexcept {
+std::uint32_t initial_registered_id() noexcept {
     try {
         return register_type(describe<T>()).value + 1;
     } catch (...) {
@@ -269,9 +269,9 @@ std::uint32_t initial_type_slot() noexcept {
 /// this variable), so the hot path is a plain load: no guard, no atomic, and loops that call
 /// `component_id` keep their other loads hoisted. Written only by its initialiser.
 template <class T>
-inline const std::uint32_t type_slot = initial_type_slot<T>();
+inline const std::uint32_t registered_id = initial_registered_id<T>();
 
-/// The slow path: a use before static initialisation reached `type_slot<T>` (from another
+/// The slow path: a use before static initialisation reached `registered_id<T>` (from another
 /// static initialiser), or after a failed registration (rethrows the type_conflict).
 template <class T>
 // Declared `pure` (it only returns the id as far as callers can tell): otherwise the call would
@@ -291,9 +291,9 @@ template <class T>
     static_assert(Component<U>,
                   "tessera: a component type must be an object type that is nothrow move "
                   "constructible and nothrow destructible (mark its move constructor noexcept)");
-    const std::uint32_t slot = detail::type_slot<U>;
-    if (slot != 0) [[likely]]
-        return ComponentId{slot - 1};
+    const std::uint32_t id_plus_one = detail::registered_id<U>;
+    if (id_plus_one != 0) [[likely]]
+        return ComponentId{id_plus_one - 1};
     return detail::late_component_id<U>();
 }
 
@@ -332,9 +332,9 @@ template <class T>
 template <class T>
 [[nodiscard]] inline ComponentId lookup_id() noexcept {
     using U = std::remove_cvref_t<T>;
-    const std::uint32_t slot = type_slot<U>;
-    if (slot != 0) [[likely]]
-        return ComponentId{slot - 1};
+    const std::uint32_t id_plus_one = registered_id<U>;
+    if (id_plus_one != 0) [[likely]]
+        return ComponentId{id_plus_one - 1};
     return late_lookup_id<U>();
 }
 }  // namespace detail

@@ -60,11 +60,11 @@ public:
     [[nodiscard]] std::size_t size() const noexcept { return strings_.size(); }
 
 private:
-    void grow_slots();
+    void grow_buckets();
     char* store(std::string_view s);
     std::pmr::memory_resource* mr_;
     std::pmr::vector<std::string_view> strings_;  ///< by id, viewing `blocks_`
-    std::pmr::vector<std::uint32_t> slots_;       ///< open addressing: id + 1, 0 = empty
+    std::pmr::vector<std::uint32_t> buckets_;     ///< open addressing: id + 1, 0 = empty
     std::pmr::vector<std::pair<char*, std::size_t>> blocks_;  ///< character storage
     std::size_t used_ = 0;                                    ///< bytes used in the last block
 };

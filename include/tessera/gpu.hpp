@@ -431,7 +431,7 @@ private:
         (
             [&] {
                 if constexpr (!std::is_const_v<Cs>) {
-                    const std::int32_t c = a.slot(component_id<Cs>());
+                    const std::int32_t c = a.column_index(component_id<Cs>());
                     if (c >= 0) tessera::detail::Storage::stamp_changed(a, row, c, tick);
                 }
             }(),
@@ -510,7 +510,7 @@ private:
                         tessera::detail::Storage::stamp_column(a, id, tick);
                         return;
                     }
-                    const std::int32_t c = a.slot(id);
+                    const std::int32_t c = a.column_index(id);
                     for (std::uint32_t r = 0; r < rows; ++r) {
                         if (enabled(r)) tessera::detail::Storage::stamp_changed(a, r, c, tick);
                     }

@@ -27,7 +27,7 @@
 /// source and target archetypes against its terms. Figures: docs/benchmarks.md.
 #pragma once
 
-#include <tessera/detail/observe.hpp>
+#include <tessera/detail/notify.hpp>
 #include <tessera/detail/type_list.hpp>
 #include <tessera/event_kind.hpp>
 #include <tessera/world.hpp>
@@ -201,8 +201,8 @@ ObserverCallback make_callback(std::pmr::memory_resource* mr, F&& fn) {
 }
 
 template <class T, class F>
-Observer observe(Storage& s, Event kind, F&& fn) {
-    check_can_observe(s, kind);
+Observer subscribe(Storage& s, Event kind, F&& fn) {
+    check_can_subscribe(s, kind);
     ComponentId id{};
     if constexpr (!std::is_void_v<T>) {
         static_assert(Component<T>, "tessera: observers watch component types");
@@ -217,10 +217,10 @@ Observer observe(Storage& s, Event kind, F&& fn) {
 /// One subscription to `kind` for each of `Ts`: a copy of `fn` per type, one handle for all.
 /// If a later type's subscription fails, the earlier ones end (the handle goes).
 template <class... Ts, class F>
-Observer observe_many(Storage& s, Event kind, F&& fn) {
+Observer subscribe_many(Storage& s, Event kind, F&& fn) {
     static_assert((Component<Ts> && ...), "tessera: observers watch component types");
     static_assert(unique_types_v<Ts...>, "tessera: an observer names a type twice");
-    check_can_observe(s, kind);
+    check_can_subscribe(s, kind);
     Observer handle;
     std::uint64_t id = 0;
     (
@@ -238,8 +238,8 @@ Observer observe_many(Storage& s, Event kind, F&& fn) {
 }
 
 template <class F>
-Observer observe_query(Storage& s, Event kind, const QuerySpec& spec, F&& fn) {
-    check_can_observe(s, kind);
+Observer subscribe_query(Storage& s, Event kind, const QuerySpec& spec, F&& fn) {
+    check_can_subscribe(s, kind);
     const ObserverCallback cb = make_callback<void>(s.resource(), std::forward<F>(fn));
     const std::uint64_t sub = subscribe_query(s, kind, spec, cb);
     return Observer(registry_of(s), sub);
@@ -249,45 +249,45 @@ Observer observe_query(Storage& s, Event kind, const QuerySpec& spec, F&& fn) {
 
 template <class T, class F>
 Observer World::on_add(F&& fn) {
-    return detail::observe<T>(*storage_, Event::add, std::forward<F>(fn));
+    return detail::subscribe<T>(*storage_, Event::add, std::forward<F>(fn));
 }
 
 template <class T, class F>
 Observer World::on_remove(F&& fn) {
-    return detail::observe<T>(*storage_, Event::remove, std::forward<F>(fn));
+    return detail::subscribe<T>(*storage_, Event::remove, std::forward<F>(fn));
 }
 
 template <class T, class F>
 Observer World::on_set(F&& fn) {
     static_assert(!std::is_empty_v<T>, "tessera: tags have no value to set: observe on_add");
-    return detail::observe<T>(*storage_, Event::set, std::forward<F>(fn));
+    return detail::subscribe<T>(*storage_, Event::set, std::forward<F>(fn));
 }
 
 template <class T0, class T1, class... Ts, class F>
 Observer World::on_add(F&& fn) {
-    return detail::observe_many<T0, T1, Ts...>(*storage_, Event::add, std::forward<F>(fn));
+    return detail::subscribe_many<T0, T1, Ts...>(*storage_, Event::add, std::forward<F>(fn));
 }
 
 template <class T0, class T1, class... Ts, class F>
 Observer World::on_remove(F&& fn) {
-    return detail::observe_many<T0, T1, Ts...>(*storage_, Event::remove, std::forward<F>(fn));
+    return detail::subscribe_many<T0, T1, Ts...>(*storage_, Event::remove, std::forward<F>(fn));
 }
 
 template <class T0, class T1, class... Ts, class F>
 Observer World::on_set(F&& fn) {
     static_assert(!std::is_empty_v<T0> && !std::is_empty_v<T1> && (!std::is_empty_v<Ts> && ...),
                   "tessera: tags have no value to set: observe on_add");
-    return detail::observe_many<T0, T1, Ts...>(*storage_, Event::set, std::forward<F>(fn));
+    return detail::subscribe_many<T0, T1, Ts...>(*storage_, Event::set, std::forward<F>(fn));
 }
 
 template <class F>
 Observer World::on_spawn(F&& fn) {
-    return detail::observe<void>(*storage_, Event::spawn, std::forward<F>(fn));
+    return detail::subscribe<void>(*storage_, Event::spawn, std::forward<F>(fn));
 }
 
 template <class F>
 Observer World::on_despawn(F&& fn) {
-    return detail::observe<void>(*storage_, Event::despawn, std::forward<F>(fn));
+    return detail::subscribe<void>(*storage_, Event::despawn, std::forward<F>(fn));
 }
 
 }  // namespace tessera

@@ -79,7 +79,7 @@ public:
     /// matches), then returns the matched archetype indices (none for an empty query).
     std::span<const std::uint32_t> update() {
         // Inline: in a steady state (no new archetype, no restore) a run only compares.
-        if (storage_ != nullptr && seen_ == storage_->archetype_slots() &&
+        if (storage_ != nullptr && seen_ == storage_->archetype_end() &&
             epoch_ == storage_->layout_epoch()) [[likely]] {
             return matched_;
         }
@@ -536,16 +536,16 @@ public:
     template <class F>
     [[nodiscard]] Observer on_enter(F&& fn) {
         check_attached("Query::on_enter");
-        return detail::observe_query(state_.storage(), Event::enter, state_.spec,
-                                     std::forward<F>(fn));
+        return detail::subscribe_query(state_.storage(), Event::enter, state_.spec,
+                                       std::forward<F>(fn));
     }
     /// Calls `fn(World&, Entity)` when an entity stops matching (before a despawn, after a
     /// remove or add). @throws Error(invalid_argument) on an empty query.
     template <class F>
     [[nodiscard]] Observer on_exit(F&& fn) {
         check_attached("Query::on_exit");
-        return detail::observe_query(state_.storage(), Event::exit, state_.spec,
-                                     std::forward<F>(fn));
+        return detail::subscribe_query(state_.storage(), Event::exit, state_.spec,
+                                       std::forward<F>(fn));
     }
 
 private:
@@ -618,7 +618,7 @@ private:
             [&] {
                 using Tr = detail::term_traits<Terms>;
                 if constexpr (Tr::stamps) {
-                    const std::int32_t c = a.slot(component_id<typename Tr::component>());
+                    const std::int32_t c = a.column_index(component_id<typename Tr::component>());
                     if (c >= 0) detail::Storage::stamp_changed(a, row, c, tick);
                 }
             }(),

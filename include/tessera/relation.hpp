@@ -331,8 +331,8 @@ ObserverCallback make_relation_callback(std::pmr::memory_resource* mr, F&& fn) {
 }
 
 template <class R, class F>
-Observer observe_relation(Storage& s, Event kind, F&& fn) {
-    check_can_observe(s, kind);
+Observer subscribe_relation(Storage& s, Event kind, F&& fn) {
+    check_can_subscribe(s, kind);
     const RelationType& type = relation_type<R>();
     s.ensure_component(type.data);
     const ObserverCallback cb = make_relation_callback<R>(s.resource(), std::forward<F>(fn));
@@ -349,19 +349,19 @@ void CommandBuffer::relate(Entity e, R&& data, Entity target) {
     const ComponentInfo& info = component_info<U>();
     begin_record();
     queue_.reserve(1);
-    std::byte* slot = nullptr;
+    std::byte* buffer = nullptr;
     if constexpr (!std::is_empty_v<U>) {
         if constexpr (!std::is_nothrow_constructible_v<U, R&&>) {
             U copy(std::forward<R>(data));  // may throw before the buffer changes
-            slot = queue_.allocate_value(info);
-            ::new (static_cast<void*>(slot)) U(std::move(copy));
+            buffer = queue_.allocate_value(info);
+            ::new (static_cast<void*>(buffer)) U(std::move(copy));
         } else {
-            slot = queue_.allocate_value(info);
-            ::new (static_cast<void*>(slot)) U(std::forward<R>(data));
+            buffer = queue_.allocate_value(info);
+            ::new (static_cast<void*>(buffer)) U(std::forward<R>(data));
         }
     }
     queue_.push_relation(detail::Command::Kind::relate, e, target, type, detail::relation_hooks(),
-                         info, slot);
+                         info, buffer);
 }
 
 template <class R>
@@ -383,12 +383,12 @@ void CommandBuffer::unrelate(Entity e) {
 
 template <class R, class F>
 Observer World::on_relate(F&& fn) {
-    return detail::observe_relation<R>(*storage_, Event::relate, std::forward<F>(fn));
+    return detail::subscribe_relation<R>(*storage_, Event::relate, std::forward<F>(fn));
 }
 
 template <class R, class F>
 Observer World::on_unrelate(F&& fn) {
-    return detail::observe_relation<R>(*storage_, Event::unrelate, std::forward<F>(fn));
+    return detail::subscribe_relation<R>(*storage_, Event::unrelate, std::forward<F>(fn));
 }
 
 }  // namespace tessera

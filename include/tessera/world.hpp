@@ -722,7 +722,7 @@ private:
     template <class... Ts>
     void add_deferred(Entity e, Ts&&... components);
     template <class... Ts>
-    void add_observed(Entity e, std::span<const ComponentId> ids, Ts&&... components);
+    void add_notifying(Entity e, std::span<const ComponentId> ids, Ts&&... components);
     template <class... Ts>
     void add_slow(Entity e, Ts&&... components);
     template <class... Ts>

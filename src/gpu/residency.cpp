@@ -51,7 +51,7 @@ namespace {
 
 /// Whether the world wrote `id`'s column of `a` after `since` (always, when untracked).
 bool column_changed(const Archetype& a, ComponentId id, std::uint64_t since) noexcept {
-    const std::int32_t c = a.slot(id);
+    const std::int32_t c = a.column_index(id);
     if (c < 0) return false;
     const Column& col = a.columns[static_cast<std::uint32_t>(c)];
     if (col.changed == nullptr) return true;
@@ -151,7 +151,7 @@ void Residency::bring_back(Storage& s, Table& t, std::uint64_t tick, bool staged
         const auto* src = static_cast<const std::byte*>(t.staging[k]);
         downloaded_ += std::size_t{t.rows} * size;
         if (same) {
-            const std::int32_t c = a.slot(id);
+            const std::int32_t c = a.column_index(id);
             const Column& col = a.columns[static_cast<std::uint32_t>(c)];
             if (!column_changed(a, id, t.synced) || col.changed == nullptr) {
                 std::memcpy(col.data, src, std::size_t{t.rows} * size);
@@ -166,10 +166,10 @@ void Residency::bring_back(Storage& s, Table& t, std::uint64_t tick, bool staged
             continue;
         }
         for (std::uint32_t r = 0; r < t.rows; ++r) {
-            const tessera::detail::EntityRecord* rec = s.record(t.entities[r]);
+            const tessera::detail::EntityRecord* rec = s.try_record(t.entities[r]);
             if (rec == nullptr) continue;  // despawned since
             Archetype& b = s.archetype(rec->archetype);
-            const std::int32_t c = b.slot(id);
+            const std::int32_t c = b.column_index(id);
             if (c < 0) continue;  // it lost the component
             const Column& col = b.columns[static_cast<std::uint32_t>(c)];
             if (col.changed != nullptr && col.changed_at(rec->row) > t.synced) continue;

@@ -205,7 +205,7 @@ void check_alive(const World& world, Entity e) {
 /// The component `name` of live `e`: an exact name or a unique "::"-suffix among `e`'s own.
 ComponentId component_of(const World& world, Entity e, const std::string& name) {
     const Storage& s = world.storage();
-    const Archetype& a = s.archetype(s.record(e)->archetype);
+    const Archetype& a = s.archetype(s.try_record(e)->archetype);
     std::optional<ComponentId> found;
     std::size_t suffix_matches = 0;
     for (const ComponentId id : a.ids) {
@@ -658,13 +658,13 @@ json Inspector::Impl::entities(const World& world, const Pending& p) {
 json Inspector::Impl::entity(const World& world, Entity e) {
     check_alive(world, e);
     const Storage& s = world.storage();
-    const detail::EntityRecord& r = *s.record(e);
+    const detail::EntityRecord& r = *s.try_record(e);
     const Archetype& a = s.archetype(r.archetype);
     json components = json::array();
     json relations = json::array();
     for (const ComponentId id : a.ids) {
         const ComponentInfo& info = component_info(id);
-        const std::byte* value = s.find(e, id);
+        const std::byte* value = s.try_value(e, id);
         if (info.relation != nullptr) {
             // Targets<R>: the targets of e's R relation.
             const auto* targets = reinterpret_cast<const detail::EntityList*>(value);
@@ -764,7 +764,7 @@ json Inspector::Impl::edit(World& world, const Pending& p) {
                    {"component", std::string(info.name)},
                    {"field", p.field},
                    {"value", nullptr}};
-    if (const std::byte* value = world.storage().find(e, id))
+    if (const std::byte* value = world.storage().try_value(e, id))
         answer["value"] = leaf_value(world.storage(), ref.info->type, value + ref.offset);
     else
         answer["removed"] = true;

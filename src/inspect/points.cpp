@@ -160,13 +160,13 @@ Points collect_points(const Storage& s, const PointsRequest& request, std::uint6
         for (std::size_t i = 0; i < n; ++i)
             out.entities.push_back(a->entities[first + i * out.stride]);
         double* at = out.values.data() + 3 * k;
-        copy_field(a->columns[static_cast<std::uint32_t>(a->slot(out.x.component))], out.x, first,
-                   out.stride, n, at);
-        copy_field(a->columns[static_cast<std::uint32_t>(a->slot(out.y.component))], out.y, first,
-                   out.stride, n, at + 1);
+        copy_field(a->columns[static_cast<std::uint32_t>(a->column_index(out.x.component))], out.x,
+                   first, out.stride, n, at);
+        copy_field(a->columns[static_cast<std::uint32_t>(a->column_index(out.y.component))], out.y,
+                   first, out.stride, n, at + 1);
         if (out.by_archetype) {
             for (std::size_t i = 0; i < n; ++i) at[3 * i + 2] = shown_archetype(a->index);
-        } else if (const std::int32_t slot = a->slot(out.color.component); slot >= 0) {
+        } else if (const std::int32_t slot = a->column_index(out.color.component); slot >= 0) {
             copy_field(a->columns[static_cast<std::uint32_t>(slot)], out.color, first, out.stride,
                        n, at + 2);
         }

@@ -38,7 +38,7 @@ std::vector<std::string> split_names(const std::string& list);
 /// Archetypes a user can see, in creation order (the empty one included, the sentinels not).
 template <class F>
 void each_archetype(const Storage& s, F&& fn) {
-    for (std::size_t i = empty_archetype; i < s.archetype_slots(); ++i) {
+    for (std::size_t i = empty_archetype; i < s.archetype_end(); ++i) {
         if (i == pending_archetype) continue;
         fn(s.archetype(static_cast<std::uint32_t>(i)));
     }

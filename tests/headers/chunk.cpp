@@ -15,7 +15,7 @@ int header_chunk() {
     const ts::Entity e = w.spawn(Pos{1});
     // The table `e` is in, as a query finds it (collect_chunks is query.hpp's).
     ts::detail::Storage& s = w.storage();
-    const ts::Chunk c(s, s.archetype(s.record(e)->archetype));
+    const ts::Chunk c(s, s.archetype(s.try_record(e)->archetype));
     const ts::ComponentId pos = ts::component_id<Pos>();
     if (c.count() != 1 || c.entities().size() != 1 || !c.has<Pos>() || !c.has(pos)) return 1;
     if (c.column<const Pos>().size() != 1 || c.mut_column<Pos>().size() != 1) return 2;

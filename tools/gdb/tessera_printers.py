@@ -445,16 +445,16 @@ def _component_value(storage, archetype, row, id_value):
     raw bytes when gdb knows no type of that name."""
     info = _component_info(id_value, storage)
     name = _component_name(id_value, storage)
-    slot_count = int(archetype["slot_count"])
+    id_table_size = int(archetype["id_table_size"])
     int32 = gdb.lookup_type("int")
-    slots = (archetype.address + 1).cast(int32.pointer())
-    slot = int(slots[id_value]) if id_value < slot_count else -1
-    if slot == -1:
+    id_table = (archetype.address + 1).cast(int32.pointer())
+    column = int(id_table[id_value]) if id_value < id_table_size else -1
+    if column == -1:
         return None
     size = int(info["size"]) if info is not None else 0
-    if slot == -2 or size == 0:
+    if column == -2 or size == 0:
         return "(tag)"
-    column = _vector(archetype["columns"])[slot]
+    column = _vector(archetype["columns"])[column]
     address = column["data"] + row * int(column["size"])
     t = _lookup_type(name)
     if t is not None and t.sizeof == size:

@@ -7,7 +7,7 @@
 /// add two tick arrays (added, changed; the changed array ends with a bound per block of rows),
 /// enableable ones a byte per row (an enableable tag has a column of flags and no value bytes).
 /// Every column and the entity column share the archetype's
-/// capacity. The slot table maps a component id to its column (dense by id value), so a typed
+/// capacity. The id table maps a component id to its column (dense by id value), so a typed
 /// lookup is one load.
 #pragma once
 
@@ -24,9 +24,9 @@
 
 namespace tessera::detail {
 
-/// Slot values: a column index (>= 0), or one of these.
-inline constexpr std::int32_t slot_absent = -1;
-inline constexpr std::int32_t slot_tag = -2;
+/// What the id table holds: a column index (>= 0), or one of these.
+inline constexpr std::int32_t absent_column = -1;
+inline constexpr std::int32_t tag_column = -2;
 
 /// Whether a component has a column in the tables that hold it: every non-tag does, and an
 /// enableable tag does too (its column has no value bytes, only the enable flags).
@@ -140,13 +140,13 @@ public:
         std::uint16_t remove_pivot = no_column;
         static constexpr std::uint16_t no_column = 0xFFFF;
     };
-    explicit EdgeMap(std::pmr::memory_resource* mr) : slots_(mr) {}
+    explicit EdgeMap(std::pmr::memory_resource* mr) : buckets_(mr) {}
 
     /// The edge for `key`, or null.
     [[nodiscard]] const Edge* find(std::uint32_t key) const noexcept {
-        if (mask_ == 0) return nullptr;  // no slots yet
+        if (mask_ == 0) return nullptr;  // no buckets yet
         for (std::uint32_t i = key & mask_;; i = (i + 1) & mask_) {
-            const Edge& e = slots_[i];
+            const Edge& e = buckets_[i];
             if (e.key == key) return &e;
             if (e.key == 0xFFFFFFFFu) return nullptr;
         }
@@ -155,21 +155,21 @@ public:
     Edge& get(std::uint32_t key);
 
 private:
-    std::pmr::vector<Edge> slots_;
-    std::uint32_t mask_ = 0;  ///< `slots_.size() - 1` (a power of two, at least 8), 0 when empty
+    std::pmr::vector<Edge> buckets_;
+    std::uint32_t mask_ = 0;  ///< `buckets_.size() - 1` (a power of two, at least 8), 0 when empty
     std::uint32_t used_ = 0;
 };
 
-/// One archetype table. Allocated with its slot table right behind it (`slot_count` entries),
+/// One archetype table. Allocated with its id table right behind it (`id_table_size` entries),
 /// so a component lookup needs no pointer load.
 struct Archetype {
-    Archetype(std::pmr::memory_resource* mr, std::uint32_t slots)
-        : slot_count(slots), ids(mr), columns(mr), edges(mr) {}
+    Archetype(std::pmr::memory_resource* mr, std::uint32_t id_entries)
+        : id_table_size(id_entries), ids(mr), columns(mr), edges(mr) {}
 
-    const std::uint32_t slot_count;  ///< entries in the slot table (max id value + 1)
-    std::uint32_t index = 0;         ///< position in the world's archetype list
-    std::uint32_t size = 0;          ///< live rows
-    std::uint32_t capacity = 0;      ///< allocated rows
+    const std::uint32_t id_table_size;  ///< entries in the id table (max id value + 1)
+    std::uint32_t index = 0;            ///< position in the world's archetype list
+    std::uint32_t size = 0;             ///< live rows
+    std::uint32_t capacity = 0;         ///< allocated rows
     /// Rows freed so far (despawns and moves out). Rows are appended only at the end and
     /// removed only by freeing (the last row fills the hole), so while `size` and `freed` stay
     /// the same every row holds the same entity.
@@ -186,22 +186,24 @@ struct Archetype {
     std::pmr::vector<Column> columns;   ///< non-tag components, in id order
     EdgeMap edges;
 
-    /// Bytes to allocate for an archetype with `slots` slot-table entries.
-    static constexpr std::size_t allocation_size(std::uint32_t slots) noexcept {
-        return sizeof(Archetype) + std::size_t{slots} * sizeof(std::int32_t);
+    /// Bytes to allocate for an archetype with `id_entries` id-table entries.
+    static constexpr std::size_t allocation_size(std::uint32_t id_entries) noexcept {
+        return sizeof(Archetype) + std::size_t{id_entries} * sizeof(std::int32_t);
     }
-    /// id value -> column index / slot_tag / slot_absent.
-    [[nodiscard]] std::int32_t* slot_table() noexcept {
+    /// id value -> column index / tag_column / absent_column.
+    [[nodiscard]] std::int32_t* id_table() noexcept {
         return reinterpret_cast<std::int32_t*>(this + 1);
     }
-    [[nodiscard]] const std::int32_t* slot_table() const noexcept {
+    [[nodiscard]] const std::int32_t* id_table() const noexcept {
         return reinterpret_cast<const std::int32_t*>(this + 1);
     }
-    /// Column index of `id`, `slot_tag`, or `slot_absent`.
-    [[nodiscard]] std::int32_t slot(ComponentId id) const noexcept {
-        return id.value < slot_count ? slot_table()[id.value] : slot_absent;
+    /// Column index of `id`, `tag_column`, or `absent_column`.
+    [[nodiscard]] std::int32_t column_index(ComponentId id) const noexcept {
+        return id.value < id_table_size ? id_table()[id.value] : absent_column;
     }
-    [[nodiscard]] bool contains(ComponentId id) const noexcept { return slot(id) != slot_absent; }
+    [[nodiscard]] bool contains(ComponentId id) const noexcept {
+        return column_index(id) != absent_column;
+    }
 };
 static_assert(sizeof(Archetype) % alignof(std::int32_t) == 0);
 

@@ -24,16 +24,16 @@
 
 namespace tessera::detail {
 
-/// Where an entity lives. Dead slots point at archetype 0 (an empty sentinel table no live
+/// Where an entity lives. Dead records point at archetype 0 (an empty sentinel table no live
 /// entity uses), so a lookup needs only the generation compare: the sentinel has no columns.
-/// For dead slots `row` is the next index of the free list.
+/// For dead records `row` is the next index of the free list.
 struct EntityRecord {
     std::uint32_t archetype;
     std::uint32_t row;
     std::uint32_t generation;
 };
 
-inline constexpr std::uint32_t dead_archetype = 0;     ///< sentinel for free entity slots
+inline constexpr std::uint32_t dead_archetype = 0;     ///< sentinel for free entity records
 inline constexpr std::uint32_t empty_archetype = 1;    ///< entities without components
 inline constexpr std::uint32_t pending_archetype = 2;  ///< spawned while deferred, not placed
 inline constexpr std::uint32_t first_user_archetype = 3;
@@ -93,7 +93,7 @@ private:
 };
 
 /// Where a new row goes before its values are constructed.
-struct RowSlot {
+struct TableRow {
     Archetype* archetype;
     std::uint32_t row;
 };
@@ -102,7 +102,7 @@ struct RowSlot {
 struct Location {
     Archetype* archetype = nullptr;  ///< null when not found
     std::uint32_t row = 0;
-    std::int32_t column = slot_absent;
+    std::int32_t column = absent_column;
 };
 
 class Core;
@@ -129,7 +129,7 @@ public:
     [[nodiscard]] std::pmr::memory_resource* resource() const noexcept { return mr_; }
 
     // ---- lookup (inline: the hot path) ----
-    [[nodiscard]] const EntityRecord* record(Entity e) const noexcept {
+    [[nodiscard]] const EntityRecord* try_record(Entity e) const noexcept {
         if (e.index >= record_count_) return nullptr;
         const EntityRecord& r = record_data_[e.index];
         return r.generation == e.generation && r.archetype != dead_archetype ? &r : nullptr;
@@ -138,12 +138,12 @@ public:
         return *archetypes_[index];
     }
     /// Address of `id`'s value for `e`, or null when dead, absent or a tag.
-    [[nodiscard]] std::byte* find(Entity e, ComponentId id) const noexcept {
+    [[nodiscard]] std::byte* try_value(Entity e, ComponentId id) const noexcept {
         if (e.index >= record_count_) return nullptr;
         const EntityRecord& r = record_data_[e.index];
-        if (r.generation != e.generation) return nullptr;  // dead slots hit the sentinel below
+        if (r.generation != e.generation) return nullptr;  // dead records hit the sentinel below
         const Archetype& a = *archetypes_[r.archetype];
-        const std::int32_t c = a.slot(id);
+        const std::int32_t c = a.column_index(id);
         if (c < 0) return nullptr;
         const Column& col = a.columns[static_cast<std::uint32_t>(c)];
         return col.data + std::size_t{r.row} * col.size;
@@ -152,8 +152,8 @@ public:
     /// absent or a tag: the typed read path. Every load comes before the first branch and
     /// those of `id` go through a select, not a branch, so a loop over entities hoists them
     /// out of its body (a load after a conditional exit is not hoisted).
-    [[nodiscard]] std::byte* value_column(Entity e, ComponentId id,
-                                          std::uint32_t& row) const noexcept {
+    [[nodiscard]] std::byte* try_column(Entity e, ComponentId id,
+                                        std::uint32_t& row) const noexcept {
         const EntityRecord* const records = record_data_;
         const std::uint32_t count = record_count_;
         const WorldComponent* const c =
@@ -162,7 +162,7 @@ public:
         const std::uint32_t column_count = c->column_count;
         if (e.index >= count) return nullptr;
         const EntityRecord& r = records[e.index];
-        // A dead slot's generation can match, but it points at the sentinel table, whose entry
+        // A dead record's generation can match, but it points at the sentinel table, whose entry
         // (when there is one) is `no_column`: data null.
         if (r.generation != e.generation || r.archetype >= column_count) return nullptr;
         row = r.row;
@@ -175,17 +175,17 @@ public:
         return archetype < c.column_count ? c.columns[archetype]->data : nullptr;
     }
     /// Where `e`'s non-tag `id` is; `archetype` null when dead or absent (or a tag).
-    [[nodiscard]] Location locate(Entity e, ComponentId id) const noexcept {
+    [[nodiscard]] Location try_location(Entity e, ComponentId id) const noexcept {
         if (e.index >= record_count_) return {};
         const EntityRecord& r = record_data_[e.index];
         if (r.generation != e.generation) return {};
         Archetype* a = archetypes_[r.archetype];
-        const std::int32_t c = a->slot(id);
+        const std::int32_t c = a->column_index(id);
         if (c < 0) return {};
         return {a, r.row, c};
     }
     [[nodiscard]] bool has(Entity e, ComponentId id) const noexcept {
-        const EntityRecord* r = record(e);
+        const EntityRecord* r = try_record(e);
         return r != nullptr && archetypes_[r->archetype]->contains(id);
     }
     [[nodiscard]] std::size_t count() const noexcept { return alive_; }
@@ -230,16 +230,16 @@ public:
     /// cached with its move plan on `from`'s edges.
     Archetype& edge_target(Archetype& from, ComponentId id, bool adding);
     /// The archetype for a cached bundle (a fixed list of types, e.g. a spawn call's), plus the
-    /// slot of each type in bundle order.
+    /// column index of each type in bundle order.
     struct Bundle {
         Archetype* archetype;
-        const std::int32_t* slots;
+        const std::int32_t* columns;  ///< column index of each type, in bundle order
     };
     Bundle bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids_in_order) {
         if (bundle_id < bundles_.size()) [[likely]] {
             const BundleEntry& b = bundles_[bundle_id];
             if (b.archetype != no_index) [[likely]] {
-                return {archetypes_[b.archetype], bundle_slots_.data() + b.offset};
+                return {archetypes_[b.archetype], bundle_columns_.data() + b.offset};
             }
         }
         return new_bundle(bundle_id, ids_in_order);
@@ -248,42 +248,42 @@ public:
     // ---- entities ----
     /// Spawns an entity with no components.
     Entity spawn_empty();
-    /// Reserves one row in `a` and one entity slot; nothing is visible until `commit_spawn`.
+    /// Reserves one row in `a` and one entity record; nothing is visible until `commit_spawn`.
     /// May throw bad_alloc. Nothing may throw between the two calls.
-    RowSlot prepare_spawn(Archetype& a) {
+    TableRow prepare_spawn(Archetype& a) {
         if (a.size == a.capacity || (free_count_ == 0 && record_count_ == record_capacity_))
             [[unlikely]] {
             reserve_spawn(a, 1);
         }
         return {&a, a.size};
     }
-    Entity commit_spawn(RowSlot slot) noexcept {
-        Archetype& a = *slot.archetype;
+    Entity commit_spawn(TableRow at) noexcept {
+        Archetype& a = *at.archetype;
         const std::uint32_t index = take_index();
         EntityRecord& r = record_data_[index];
         r.archetype = a.index;
-        r.row = slot.row;
+        r.row = at.row;
         const Entity e{index, r.generation};
-        a.entities[slot.row] = e;
+        a.entities[at.row] = e;
         if (a.enableable || a.tracked) [[unlikely]]
-            init_row(slot);
+            init_row(at);
         ++a.size;
         ++alive_;
         return e;
     }
     /// Gets `e` ready to receive `ids` (one archetype move when any is new): afterwards each
-    /// component of `ids` has a slot at the returned row, holding the old value when
+    /// component of `ids` has a place at the returned row, holding the old value when
     /// `existed[i]`, uninitialised otherwise. Throws not_alive (naming `op`) or bad_alloc
     /// before changing anything. Nothing may throw until the slots are filled.
-    RowSlot prepare_add(Entity e, std::span<const ComponentId> ids, bool* existed, const char* op);
-    /// `prepare_add` for one component; `column` is its column at the returned slot, or
+    TableRow prepare_add(Entity e, std::span<const ComponentId> ids, bool* existed, const char* op);
+    /// `prepare_add` for one component; `column` is its column at the returned row, or
     /// negative for a tag.
-    RowSlot prepare_add_one(Entity e, ComponentId id, bool& existed, std::int32_t& column,
-                            const char* op);
+    TableRow prepare_add_one(Entity e, ComponentId id, bool& existed, std::int32_t& column,
+                             const char* op);
     /// The fast path of adding one new component: when `e` is alive and lacks `id`, the edge
     /// is cached, the target table has room and neither table's rows need more than their
     /// bytes moved (`slow_rows`), moves the row (the move plan of detail/archetype.hpp) and
-    /// returns the new component's uninitialised slot (for a tag, an address not to write);
+    /// returns the new component's uninitialised storage (for a tag, an address not to write);
     /// the caller constructs the value before anything else runs. Otherwise changes nothing
     /// and returns null: the caller takes `prepare_add_one`.
     std::byte* add_bytes(Entity e, ComponentId id) noexcept;
@@ -308,7 +308,7 @@ public:
     void reserve_spawn(Archetype& a, std::size_t n);
     /// Commits `n` rows whose values are constructed; returns their entities.
     std::span<const Entity> commit_spawn_many(Archetype& a, std::size_t n) noexcept;
-    /// Destroys the entity's values and frees its slot. False when `e` is not alive.
+    /// Destroys the entity's values and frees its record. False when `e` is not alive.
     bool despawn(Entity e) noexcept;
     /// Despawns the live entities of `es` (dead, null and repeated handles are skipped):
     /// their slots are freed in the order given, as one `despawn` at a time would, then each
@@ -322,17 +322,17 @@ public:
     /// Moves `e`'s row to `to`; values of components `to` lacks are destroyed, slots of
     /// components the source lacks are left uninitialised (the caller constructs them before
     /// anything else can run). Ticks travel with the values. Precondition: `reserve_rows(to, 1)`.
-    RowSlot move_entity(Entity e, const EntityRecord& r, Archetype& to) noexcept;
+    TableRow move_entity(Entity e, const EntityRecord& r, Archetype& to) noexcept;
     /// Ensures room for `n` more rows in `a` (strong guarantee).
     void reserve_rows(Archetype& a, std::size_t n);
-    /// Stamps the added+changed ticks of `slot` for `id` (when tracked).
-    void stamp_added(RowSlot slot, std::int32_t column) const noexcept {
-        const Column& c = slot.archetype->columns[static_cast<std::uint32_t>(column)];
+    /// Stamps the added+changed ticks of `at` for `id` (when tracked).
+    void stamp_added(TableRow at, std::int32_t column) const noexcept {
+        const Column& c = at.archetype->columns[static_cast<std::uint32_t>(column)];
         if (c.changed != nullptr) [[unlikely]]
-            c.set_added(slot.row, tick());
+            c.set_added(at.row, tick());
     }
-    /// Stamps every tracked column of `slot`'s row as added (new row).
-    void stamp_row_added(RowSlot slot) noexcept;
+    /// Stamps every tracked column of `at`'s row as added (new row).
+    void stamp_row_added(TableRow at) noexcept;
 
     /// Whether a `par_each` is running: the tables may not change (structural calls and
     /// `track` are refused).
@@ -371,7 +371,7 @@ public:
     /// in errors).
     std::uint8_t& enable_flag(Entity e, ComponentId id, const char* op) const;
     /// Number of archetypes including the sentinel (indices are below this).
-    [[nodiscard]] std::size_t archetype_slots() const noexcept { return archetypes_.size(); }
+    [[nodiscard]] std::size_t archetype_end() const noexcept { return archetypes_.size(); }
     /// Every live entity, archetype by archetype, row by row.
     [[nodiscard]] std::vector<Entity> entities() const;
 
@@ -446,12 +446,12 @@ public:
     /// Stamps the changed tick of every row of `id`'s column in `a` (when tracked) with
     /// `tick` (a system's own tick inside a schedule, else the world's).
     static void stamp_column(Archetype& a, ComponentId id, std::uint64_t tick) noexcept {
-        const std::int32_t c = a.slot(id);
+        const std::int32_t c = a.column_index(id);
         if (c < 0) return;
         Column& col = a.columns[static_cast<std::uint32_t>(c)];
         if (col.changed != nullptr) col.stamped = tick;
     }
-    /// Stamps the changed tick of `id` at `slot` when tracked.
+    /// Stamps the changed tick of `id` at `at` when tracked.
     void stamp_changed(const Archetype& a, std::uint32_t row, std::int32_t column) const noexcept {
         const Column& col = a.columns[static_cast<std::uint32_t>(column)];
         if (col.changed != nullptr) [[unlikely]]
@@ -489,7 +489,7 @@ private:
     std::uint32_t move_bytes(Entity e, std::uint32_t src, Archetype& from, Archetype& to,
                              std::uint32_t pivot) noexcept;
     /// Enable flags on and ticks stamped for a new row.
-    void init_row(RowSlot slot) noexcept;
+    void init_row(TableRow at) noexcept;
     Bundle new_bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids_in_order);
     void free_row(Archetype& a, std::uint32_t row) noexcept;
     /// Marks the record of a live entity dead (generation bumped) and frees its index.
@@ -511,7 +511,7 @@ private:
     std::uint32_t record_capacity_ = 0;
     std::pmr::vector<Archetype*> archetypes_;
     std::pmr::vector<WorldComponent> components_;
-    /// What `value_column` reads for an id this world has never seen: no columns. A member,
+    /// What `try_column` reads for an id this world has never seen: no columns. A member,
     /// not a constant, so the compiler selects it instead of branching around the loads.
     WorldComponent unseen_;
     struct SetKey {
@@ -521,10 +521,10 @@ private:
     std::pmr::vector<SetKey> set_index_;  ///< archetypes by hash of their id set (sorted)
     struct BundleEntry {
         std::uint32_t archetype = no_index;
-        std::uint32_t offset = 0;  ///< into bundle_slots_
+        std::uint32_t offset = 0;  ///< into bundle_columns_
     };
     std::pmr::vector<BundleEntry> bundles_;
-    std::pmr::vector<std::int32_t> bundle_slots_;
+    std::pmr::vector<std::int32_t> bundle_columns_;
     std::pmr::vector<std::uint64_t> permanent_;
     std::uint64_t epoch_ = 0;
     bool hooked_ = false;    ///< something is attached

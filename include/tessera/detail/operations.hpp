@@ -26,10 +26,10 @@ struct Applied {
 
 // ---- applying now (the world is not deferring, or a queue is being applied) ----
 
-/// Moves the value at `value` (consumed) into `slot`'s column of `id`: a tag's value (or null)
+/// Moves the value at `value` (consumed) into `at`'s column of `id`: a tag's value (or null)
 /// just ends; a value that replaces one (`existed`) destroys it first and marks changed, a new
-/// one goes into an uninitialised slot and marks added.
-void put_value(Storage& s, RowSlot slot, ComponentId id, std::byte* value, bool existed) noexcept;
+/// one goes into an uninitialised row and marks added.
+void put_value(Storage& s, TableRow at, ComponentId id, std::byte* value, bool existed) noexcept;
 
 /// Adds (or replaces) `ids` on live `e` in one archetype move. `values[i]` is `ids[i]`'s value,
 /// relocated into the table (consumed) once nothing can fail; on a throw every value is left as

@@ -26,7 +26,7 @@ public:
     /// A position known to be applied or taken back (`forget`).
     static constexpr std::size_t gone = npos - 1;
 
-    explicit QueuedChanges(std::pmr::memory_resource* mr) : slots_(mr) {}
+    explicit QueuedChanges(std::pmr::memory_resource* mr) : buckets_(mr) {}
 
     [[nodiscard]] bool empty() const noexcept { return used_ == 0; }
     /// Room for `n` more pairs, so that `note` allocates nothing. @throws std::bad_alloc
@@ -42,17 +42,17 @@ public:
     void clear() noexcept;
 
 private:
-    struct Slot {
+    struct Bucket {
         std::uint64_t entity = 0;
         std::uint32_t id = 0;
         std::size_t position = npos;
     };
-    /// The slot of the pair, or the empty slot where it would go (the table is at most half
+    /// The bucket of the pair, or the empty bucket where it would go (the table is at most half
     /// full). Precondition: a table.
-    static std::size_t probe(const std::pmr::vector<Slot>& slots, std::uint64_t entity,
+    static std::size_t probe(const std::pmr::vector<Bucket>& buckets, std::uint64_t entity,
                              std::uint32_t id) noexcept;
 
-    std::pmr::vector<Slot> slots_;
+    std::pmr::vector<Bucket> buckets_;
     std::size_t used_ = 0;
 };
 

@@ -102,8 +102,8 @@ std::span<const Entity> spawn_many_now(Storage& s, std::size_t n, Init& init,
     try {
         [&]<std::size_t... I>(std::index_sequence<I...>) {
             const std::tuple<std::remove_cvref_t<Ts>*...> cols{
-                (bundle.slots[I] >= 0
-                     ? column_ptr<std::remove_cvref_t<Ts>>(a, bundle.slots[I], first)
+                (bundle.columns[I] >= 0
+                     ? column_ptr<std::remove_cvref_t<Ts>>(a, bundle.columns[I], first)
                      : nullptr)...};
             for (std::size_t i = 0; i < n; ++i) {
                 ((std::is_empty_v<std::remove_cvref_t<Ts>>

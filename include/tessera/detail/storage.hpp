@@ -90,12 +90,12 @@ public:
     /// The world's observer registry, made on first use (defined in observer.cpp).
     ObserverRegistry& observer_registry();
     [[nodiscard]] ObserverRegistry* observers() const noexcept { return observers_.get(); }
-    [[nodiscard]] const std::shared_ptr<ObserverRegistry>& observers_shared() const noexcept {
+    [[nodiscard]] const std::shared_ptr<ObserverRegistry>& observer_registry_ptr() const noexcept {
         return observers_;
     }
     /// Sets the observers' part of the hook flags: `any` subscription at all; `all` changes
     /// (entity or query observers); `by_id[id]` for components with their own observers.
-    void set_observation(bool any, bool all, std::span<const std::uint8_t> by_id) noexcept;
+    void set_subscriptions(bool any, bool all, std::span<const std::uint8_t> by_id) noexcept;
 
     // ---- relations (relation.hpp): null until the first relate ----
     [[nodiscard]] RelationIndex* relations() const noexcept {
@@ -175,7 +175,7 @@ private:
         return &token;
     }
     void make_strings();
-    void refresh_hooked() noexcept { set_hooked(observers_any_ || relations_.object != nullptr); }
+    void refresh_hooked() noexcept { set_hooked(subscribed_any_ || relations_.object != nullptr); }
 
     CommandQueue deferred_;
     QueuedChanges queued_changes_;
@@ -189,7 +189,7 @@ private:
     std::uint32_t defer_depth_ = 0;
     std::uint32_t user_defers_ = 0;
     bool serial_ = false;
-    bool observers_any_ = false;  ///< the registry has a subscription
+    bool subscribed_any_ = false;  ///< the registry has a subscription
 };
 
 /// Checks, while assertions are on (TESSERA_ASSERTIONS), that no other thread is making a
@@ -223,7 +223,7 @@ void replace_state(Storage& target, Storage& built);
 /// Recomputes the storage's observation flags from its observer registry (after its state was
 /// replaced: restore, load, a `spawn_many` put back). Defined with the registry (observer.cpp),
 /// so the modules below observers can call it without including them.
-void refresh_observation(Storage& s) noexcept;
+void refresh_subscriptions(Storage& s) noexcept;
 
 /// A storage allocated from (and allocating from) `mr`; `delete_storage` frees it.
 Storage* new_storage(std::pmr::memory_resource* mr);

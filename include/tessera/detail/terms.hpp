@@ -147,7 +147,7 @@ const std::uint8_t* term_flags(const Archetype& a) noexcept {
     } else if constexpr (!enableable_v<typename Tr::component>) {
         return nullptr;
     } else {
-        const std::int32_t c = a.slot(component_id<typename Tr::component>());
+        const std::int32_t c = a.column_index(component_id<typename Tr::component>());
         return c < 0 ? nullptr : a.columns[static_cast<std::uint32_t>(c)].enabled;
     }
 }

@@ -60,7 +60,7 @@ inline constexpr bool nothrow_forward_v =
     (std::is_nothrow_constructible_v<std::remove_cvref_t<Ts>, Ts&&> && ...);
 
 template <class U>
-U* column_ptr(const Archetype& a, std::int32_t slot, std::uint32_t row) noexcept;
+U* column_ptr(const Archetype& a, std::int32_t column, std::uint32_t row) noexcept;
 
 /// Takes back, unless released, what a call queued in the world and the entities it spawned
 /// pending since the guard was made (`take_back_queued`): a failed deferred call changes
@@ -117,53 +117,53 @@ template <class T>
 
 /// `e`'s `T`, or null when `e` is dead or lacks `T`: the typed fast path of every read.
 template <class T>
-[[gnu::always_inline]] inline T* lookup(const Storage& s, Entity e, ComponentId id) noexcept {
+[[gnu::always_inline]] inline T* try_value(const Storage& s, Entity e, ComponentId id) noexcept {
     std::uint32_t row = 0;
-    std::byte* data = s.value_column(e, id, row);
+    std::byte* data = s.try_column(e, id, row);
     return data == nullptr ? nullptr : reinterpret_cast<T*>(data) + row;
 }
 
-/// Constructs (or, when `existed`, replaces) the `U` at column `c` of `slot` (none for a tag:
+/// Constructs (or, when `existed`, replaces) the `U` at column `c` of row `at` (none for a tag:
 /// no bytes), stamping it when tracked.
 template <class U, class... Args>
-[[gnu::always_inline]] inline void place(Storage& s, RowSlot slot, std::int32_t c, bool existed,
+[[gnu::always_inline]] inline void place(Storage& s, TableRow at, std::int32_t c, bool existed,
                                          Args&&... args) noexcept {
     if constexpr (std::is_empty_v<U>) {
         return;
     }
     if (c < 0) return;
-    Column& col = slot.archetype->columns[static_cast<std::uint32_t>(c)];
-    U* p = reinterpret_cast<U*>(col.data) + slot.row;
+    Column& col = at.archetype->columns[static_cast<std::uint32_t>(c)];
+    U* p = reinterpret_cast<U*>(col.data) + at.row;
     if (existed) {
         p->~U();
         emplace_at<U>(p, std::forward<Args>(args)...);
-        s.stamp_changed(*slot.archetype, slot.row, c);
+        s.stamp_changed(*at.archetype, at.row, c);
     } else {
         emplace_at<U>(p, std::forward<Args>(args)...);
-        s.stamp_added(slot, c);
+        s.stamp_added(at, c);
     }
 }
 
-/// Constructs a `U` at `p` (a new component's uninitialised slot; not written for a tag).
+/// Constructs a `U` at `p` (a new component's uninitialised storage; not written for a tag).
 template <class U, class Arg>
 [[gnu::always_inline]] inline void construct_new(std::byte* p, Arg&& arg) noexcept {
     if constexpr (!std::is_empty_v<U>) ::new (static_cast<void*>(p)) U(std::forward<Arg>(arg));
 }
 
 template <class U, class Arg>
-void construct_at(RowSlot slot, std::int32_t column, Arg&& arg) noexcept {
+void construct_at(TableRow at, std::int32_t column, Arg&& arg) noexcept {
     if constexpr (!std::is_empty_v<U>) {
-        ::new (static_cast<void*>(column_ptr<U>(*slot.archetype, column, slot.row)))
+        ::new (static_cast<void*>(column_ptr<U>(*at.archetype, column, at.row)))
             U(std::forward<Arg>(arg));
     }
 }
 
 template <class U>
-U* column_ptr(const Archetype& a, std::int32_t slot, std::uint32_t row) noexcept {
+U* column_ptr(const Archetype& a, std::int32_t column, std::uint32_t row) noexcept {
     if constexpr (std::is_empty_v<U>) {
         return nullptr;  // an enableable tag's column has flags, no values
     } else {
-        return reinterpret_cast<U*>(a.columns[static_cast<std::uint32_t>(slot)].data) + row;
+        return reinterpret_cast<U*>(a.columns[static_cast<std::uint32_t>(column)].data) + row;
     }
 }
 
@@ -190,14 +190,14 @@ requires(sizeof...(Ts) > 0) Entity World::spawn(Ts&&... components) {
         if (detail::relation_only_v<Ts...> || s.relations() != nullptr) [[unlikely]]
             s.check_plain(ids, "World::spawn");
         const auto bundle = s.bundle(detail::bundle_id<std::remove_cvref_t<Ts>...>(), ids);
-        const detail::RowSlot slot = s.prepare_spawn(*bundle.archetype);
+        const detail::TableRow at = s.prepare_spawn(*bundle.archetype);
         [&]<std::size_t... I>(std::index_sequence<I...>) {
-            (detail::construct_at<std::remove_cvref_t<Ts>>(slot, bundle.slots[I],
+            (detail::construct_at<std::remove_cvref_t<Ts>>(at, bundle.columns[I],
                                                            std::forward<Ts>(components)),
              ...);
         }
         (std::index_sequence_for<Ts...>{});
-        const Entity e = s.commit_spawn(slot);
+        const Entity e = s.commit_spawn(at);
         if (s.hooked(*bundle.archetype)) [[unlikely]]
             s.hooks().spawned(s, e);
         return e;
@@ -211,13 +211,13 @@ template <class... Ts>
                                            bool* existed, Ts&&... components) {
     if constexpr (sizeof...(Ts) == 1) {
         std::int32_t column;
-        const RowSlot slot = s.prepare_add_one(e, ids[0], existed[0], column, "World::add");
-        (place<std::remove_cvref_t<Ts>>(s, slot, column, existed[0], std::forward<Ts>(components)),
+        const TableRow at = s.prepare_add_one(e, ids[0], existed[0], column, "World::add");
+        (place<std::remove_cvref_t<Ts>>(s, at, column, existed[0], std::forward<Ts>(components)),
          ...);
     } else {
-        const RowSlot slot = s.prepare_add(e, ids, existed, "World::add");
+        const TableRow at = s.prepare_add(e, ids, existed, "World::add");
         [&]<std::size_t... I>(std::index_sequence<I...>) {
-            (place<std::remove_cvref_t<Ts>>(s, slot, slot.archetype->slot(ids[I]), existed[I],
+            (place<std::remove_cvref_t<Ts>>(s, at, at.archetype->column_index(ids[I]), existed[I],
                                             std::forward<Ts>(components)),
              ...);
         }
@@ -240,11 +240,12 @@ requires(sizeof...(Ts) > 0) inline void World::add(Entity e, Ts&&... components)
         const ComponentId id = component_id<std::remove_cvref_t<Ts>...>();
         if (!s.deferring()) [[likely]] {
             if (s.hooked(id)) [[unlikely]] {
-                add_observed(e, {&id, 1}, std::forward<Ts>(components)...);
+                add_notifying(e, {&id, 1}, std::forward<Ts>(components)...);
                 return;
             }
-            if (std::byte* slot = s.add_bytes(e, id)) [[likely]] {
-                (detail::construct_new<std::remove_cvref_t<Ts>>(slot, std::forward<Ts>(components)),
+            if (std::byte* value = s.add_bytes(e, id)) [[likely]] {
+                (detail::construct_new<std::remove_cvref_t<Ts>>(value,
+                                                                std::forward<Ts>(components)),
                  ...);
                 return;
             }
@@ -273,7 +274,7 @@ template <class... Ts>
         detail::Storage& s = *storage_;
         if constexpr (detail::relation_only_v<Ts...>) s.check_plain(ids, "World::add");
         if (s.hooked(ids)) [[unlikely]] {
-            add_observed(e, ids, std::forward<Ts>(components)...);
+            add_notifying(e, ids, std::forward<Ts>(components)...);
             return;
         }
         bool existed[sizeof...(Ts)];
@@ -283,11 +284,11 @@ template <class... Ts>
 
 // Out of line, so the common path of `add` stays as small as before observers existed.
 template <class... Ts>
-[[gnu::noinline]] void World::add_observed(Entity e, std::span<const ComponentId> ids,
-                                           Ts&&... components) {
+[[gnu::noinline]] void World::add_notifying(Entity e, std::span<const ComponentId> ids,
+                                            Ts&&... components) {
     detail::Storage& s = *storage_;
     s.check_plain(ids, "World::add");
-    const detail::EntityRecord* before = s.record(e);
+    const detail::EntityRecord* before = s.try_record(e);
     const std::uint32_t from = before != nullptr ? before->archetype : detail::no_index;
     bool existed[sizeof...(Ts)];
     detail::add_now<Ts...>(s, e, ids, existed, std::forward<Ts>(components)...);
@@ -306,16 +307,16 @@ void World::add_deferred(Entity e, Ts&&... components) {
     s.reserve_watch(sizeof...(Ts));  // value writes until the adds apply are refused
     const ComponentInfo* infos[] = {
         &s.ensure_component(component_id<std::remove_cvref_t<Ts>>())...};
-    std::byte* slots[sizeof...(Ts)];
+    std::byte* values[sizeof...(Ts)];
     for (std::size_t i = 0; i < sizeof...(Ts); ++i)
-        slots[i] = s.deferred().allocate_value(*infos[i]);
+        values[i] = s.deferred().allocate_value(*infos[i]);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
         // construct_at rather than a placement new-expression: nvcc 13's front end cannot
         // parse the latter inside this fold (docs/gpu.md: tessera's headers in .cu files).
-        ((std::construct_at(reinterpret_cast<std::remove_cvref_t<Ts>*>(slots[I]),
+        ((std::construct_at(reinterpret_cast<std::remove_cvref_t<Ts>*>(values[I]),
                             std::forward<Ts>(components)),
           s.watch(e, ids[I], s.deferred().mark()),
-          s.deferred().push_add(e, *infos[I], slots[I], I == 0 ? sizeof...(Ts) : 0)),
+          s.deferred().push_add(e, *infos[I], values[I], I == 0 ? sizeof...(Ts) : 0)),
          ...);
     }
     (std::index_sequence_for<Ts...>{});
@@ -341,7 +342,7 @@ template <class F>
 void World::each_entity(F&& fn, Lifetime lifetime) {
     detail::Storage& s = *storage_;
     detail::DeferScope defer(s);
-    for (std::size_t i = detail::empty_archetype; i < s.archetype_slots(); ++i) {
+    for (std::size_t i = detail::empty_archetype; i < s.archetype_end(); ++i) {
         const detail::Archetype& a = s.archetype(static_cast<std::uint32_t>(i));
         for (std::uint32_t row = 0; row < a.size; ++row) {
             const Entity e = a.entities[row];
@@ -399,9 +400,8 @@ void World::emplace(Entity e, Args&&... args) {
             bool existed = false;
             std::int32_t column = 0;
             // Throws (not_alive, bad_alloc) before changing anything; nothing throws after.
-            const detail::RowSlot slot =
-                s.prepare_add_one(e, id, existed, column, "World::emplace");
-            detail::place<T>(s, slot, column, existed, std::forward<Args>(args)...);
+            const detail::TableRow at = s.prepare_add_one(e, id, existed, column, "World::emplace");
+            detail::place<T>(s, at, column, existed, std::forward<Args>(args)...);
             return;
         }
     }
@@ -446,7 +446,7 @@ template <class... Ts>
 
 template <class... Ts>
 requires(sizeof...(Ts) > 0) bool World::has(Entity e) const noexcept {
-    const detail::EntityRecord* r = storage_->record(e);
+    const detail::EntityRecord* r = storage_->try_record(e);
     if (r == nullptr) return false;
     const detail::Archetype& a = storage_->archetype(r->archetype);
     return (a.contains(detail::lookup_id<Ts>()) && ...);
@@ -455,7 +455,7 @@ requires(sizeof...(Ts) > 0) bool World::has(Entity e) const noexcept {
 template <class T>
 [[gnu::always_inline]] inline T& World::checked(Entity e, const char* op) const {
     std::uint32_t row = 0;
-    std::byte* data = storage_->value_column(e, component_id<T>(), row);
+    std::byte* data = storage_->try_column(e, component_id<T>(), row);
     if (data == nullptr) [[unlikely]]
         detail::throw_lookup_of<T>(*storage_, op, e);
     return reinterpret_cast<T*>(data)[row];
@@ -480,7 +480,7 @@ requires(sizeof...(Ts) > 0) [[gnu::always_inline]] inline auto World::get(Entity
 template <class T>
 [[gnu::always_inline]] inline const T* World::try_get(Entity e) const noexcept {
     // A type that cannot be registered (type_conflict) is in no table: not there.
-    return detail::lookup<const T>(*storage_, e, detail::lookup_id<T>());
+    return detail::try_value<const T>(*storage_, e, detail::lookup_id<T>());
 }
 
 template <class T>
@@ -494,7 +494,7 @@ template <class T>
 template <class T>
 [[gnu::always_inline]] inline T& World::get_mut_value(Entity e) {
     const ComponentId id = component_id<T>();
-    const detail::Location loc = storage_->locate(e, id);
+    const detail::Location loc = storage_->try_location(e, id);
     if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::get_mut", e, id);
     storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
     return *detail::column_ptr<T>(*loc.archetype, loc.column, loc.row);
@@ -519,7 +519,7 @@ template <class T>
 template <class T>
 [[gnu::always_inline]] inline T* World::try_get_mut_value(Entity e) noexcept {
     // A type that cannot be registered (type_conflict) is in no table: not there.
-    const detail::Location loc = storage_->locate(e, detail::lookup_id<T>());
+    const detail::Location loc = storage_->try_location(e, detail::lookup_id<T>());
     if (loc.archetype == nullptr) return nullptr;
     storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
     return detail::column_ptr<T>(*loc.archetype, loc.column, loc.row);
@@ -558,16 +558,16 @@ template <class T>
 [[gnu::always_inline]] inline void World::set_value(Entity e, T&& value) {
     using U = std::remove_cvref_t<T>;
     const ComponentId id = component_id<U>();
-    const detail::Location loc = storage_->locate(e, id);
+    const detail::Location loc = storage_->try_location(e, id);
     if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::set", e, id);
-    const bool observed = storage_->hooked(id);
-    if (observed) [[unlikely]]
+    const bool hooked = storage_->hooked(id);
+    if (hooked) [[unlikely]]
         detail::check_not_parallel(*storage_, "World::set");  // observers are not thread-safe
     U* p = detail::column_ptr<U>(*loc.archetype, loc.column, loc.row);
     p->~U();
     ::new (static_cast<void*>(p)) U(std::forward<T>(value));
     storage_->stamp_changed(*loc.archetype, loc.row, loc.column);
-    if (observed) [[unlikely]]
+    if (hooked) [[unlikely]]
         storage_->hooks().set(*storage_, e, id);
 }
 
@@ -612,7 +612,7 @@ bool World::set_if_changed(Entity e, T&& value) {
                   "tessera: set_if_changed on a type with component_traits<T>::track_changes "
                   "= false");
     const ComponentId id = component_id<U>();
-    const detail::Location loc = storage_->locate(e, id);
+    const detail::Location loc = storage_->try_location(e, id);
     if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::set_if_changed", e, id);
     if (storage_->writes_watched()) [[unlikely]]
         detail::check_write(*storage_, "World::set_if_changed", e, id);
@@ -630,7 +630,7 @@ std::uint64_t World::tick_of(Entity e, bool added, const char* op) {
                   "can't be read");
     static_assert(!std::is_empty_v<T>, "tessera: tags carry no change ticks");
     const ComponentId id = component_id<T>();
-    const detail::Location loc = storage_->locate(e, id);
+    const detail::Location loc = storage_->try_location(e, id);
     if (loc.archetype == nullptr) detail::throw_lookup(*storage_, op, e, id);
     storage_->track(id);
     const detail::Column& col = loc.archetype->columns[static_cast<std::uint32_t>(loc.column)];
@@ -665,7 +665,7 @@ void World::modified(Entity e) {
         if (storage_->writes_watched()) [[unlikely]]
             detail::check_write(*storage_, "World::modified", e, id);
     } else {
-        const detail::Location loc = storage_->locate(e, id);
+        const detail::Location loc = storage_->try_location(e, id);
         if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::modified", e, id);
         if (storage_->writes_watched()) [[unlikely]]
             detail::check_write(*storage_, "World::modified", e, id);

@@ -1,4 +1,4 @@
-/// @file detail/observe.hpp
+/// @file detail/notify.hpp
 /// The untyped side of observers: type-erased callbacks, subscription, and the observed forms
 /// of structural changes. Internal, not API (observer.hpp is the typed layer).
 #pragma once
@@ -38,7 +38,7 @@ struct ObserverCallback {
 /// them all).
 /// Throws invalid_argument (naming the subscribing call of `kind`: `World::on_add`, ...) from
 /// the workers of a `par_each`: subscriptions change the world's registry and hooks.
-void check_can_observe(const Storage& s, Event kind);
+void check_can_subscribe(const Storage& s, Event kind);
 std::uint64_t subscribe(Storage& s, Event kind, ComponentId id, ObserverCallback cb,
                         std::uint64_t join = 0);
 /// Subscribes `cb` to `kind` (enter, exit) of the entities matching `spec`.
@@ -63,16 +63,16 @@ void notify_set(Storage& s, Entity e, ComponentId id);
 /// Removes `ids` from `e`: on_remove per present component (ascending id, values readable),
 /// the move, then query on_exit, on_enter. False when `e` had none of them. `commit` runs once
 /// nothing can fail, before the first callback. @throws Error(not_alive) naming `op`.
-bool observed_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
-                     Commit commit = {});
+bool remove_notifying(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
+                      Commit commit = {});
 /// Despawns `e`: on_despawn, on_remove per component (ascending id), query on_exit, then the
 /// entity dies (also when a callback throws). False when `e` is not alive.
-bool observed_despawn(Storage& s, Entity e);
+bool despawn_notifying(Storage& s, Entity e);
 /// Despawns the live entities of `es` (distinct, not storage the despawns change), in order,
-/// each as `observed_despawn(s, e)` does; returns how many died. Nothing here allocates:
+/// each as `despawn_notifying(s, e)` does; returns how many died. Nothing here allocates:
 /// `commit` runs first. When a callback throws, the rest of `es` still dies (without
 /// observers) and the exception propagates.
-std::size_t observed_despawn(Storage& s, std::span<const Entity> es, Commit commit);
+std::size_t despawn_notifying(Storage& s, std::span<const Entity> es, Commit commit);
 
 // Delivery primitives, for changes made of several steps (relations). Each is a no-op when the
 // world has no observer registry; callers wrap them in `observed`.
@@ -90,26 +90,26 @@ void deliver_move(Storage& s, Entity e, std::uint32_t from, std::uint32_t to);
 /// Runs `deliver` with the world deferring structural changes, then applies what callbacks
 /// queued (the outermost level only). When a callback throws, `finish` completes the change
 /// first; queued changes are then applied as far as they go and the exception propagates.
-void begin_observed(Storage& s) noexcept;
-void end_observed(Storage& s);
-void end_observed_noexcept(Storage& s) noexcept;
+void begin_notify(Storage& s) noexcept;
+void end_notify(Storage& s);
+void end_notify_noexcept(Storage& s) noexcept;
 template <class Deliver, class Finish>
-void observed(Storage& s, Deliver&& deliver, Finish&& finish) {
-    begin_observed(s);
+void notifying(Storage& s, Deliver&& deliver, Finish&& finish) {
+    begin_notify(s);
     try {
         deliver();
     } catch (...) {
         finish();
-        end_observed_noexcept(s);
+        end_notify_noexcept(s);
         throw;
     }
     try {
         finish();
     } catch (...) {
-        end_observed_noexcept(s);
+        end_notify_noexcept(s);
         throw;
     }
-    end_observed(s);
+    end_notify(s);
 }
 
 }  // namespace tessera::detail
