@@ -1,0 +1,105 @@
+// The untyped ring of net::Rollback<Input> (net/rollback.hpp): snapshots before each frame, the
+// replay of a correction and its all-or-nothing commit.
+#include <tessera/error.hpp>
+#include <tessera/net/rollback.hpp>
+#include <tessera/schedule.hpp>
+#include <tessera/snapshot.hpp>
+#include <tessera/world.hpp>
+
+#include <string>
+#include <utility>
+
+namespace tessera::detail {
+
+RollbackRing::RollbackRing(World& world, Schedule& schedule, net::RollbackOptions options,
+                           std::string_view input_name)
+    : world_(&world), schedule_(&schedule) {
+    name_ = "Rollback<";
+    name_ += input_name;
+    name_ += '>';
+    if (options.frames == 0) {
+        throw Error(errc::invalid_argument,
+                    name_ + ": frames is 0; the ring must hold at least one frame");
+    }
+    steps_.resize(options.frames);
+    replay_.resize(options.frames);
+}
+
+std::size_t RollbackRing::checked_slot(std::uint64_t frame, const char* op) const {
+    if (frame >= oldest() && frame < frame_) return slot(frame);
+    std::string msg = name_ + "::" + op + ": frame " + std::to_string(frame);
+    if (frame_ == 0) {
+        msg += " is not held: no frame has run yet";
+    } else {
+        msg += frame >= frame_ ? " has not run yet" : " is older than the ring holds";
+        msg += "; it holds frames " + std::to_string(oldest()) + " to " +
+               std::to_string(frame_ - 1);
+    }
+    throw Error(errc::invalid_argument, msg);
+}
+
+std::uint64_t RollbackRing::hash(std::uint64_t frame) const {
+    return steps_[checked_slot(frame, "hash")].hash;
+}
+
+void RollbackRing::run_frame(std::uint64_t frame, float dt, const void* value,
+                             const RollbackInputs& in) {
+    in.set(*world_, frame, value);
+    schedule_->run(*world_, dt);
+}
+
+std::uint64_t RollbackRing::advance(float dt, const void* value, const RollbackInputs& in) {
+    Snapshot before = world_->snapshot();
+    std::uint64_t hash = 0;
+    try {
+        run_frame(frame_, dt, value, in);
+        hash = state_hash(*world_);
+    } catch (...) {
+        world_->restore(before);
+        throw;
+    }
+    // Nothing below throws: the frame commits whole.
+    Step& step = steps_[slot(frame_)];
+    step.before = std::move(before);
+    step.dt = dt;
+    step.hash = hash;
+    return frame_++;
+}
+
+void RollbackRing::correct(std::uint64_t frame, const void* value, const RollbackInputs& in) {
+    const std::size_t first = checked_slot(frame, "correct");
+    // The present, to put back if the replay fails: the ring holds only the states before
+    // each frame, not the one after the last.
+    const Snapshot present = world_->snapshot();
+    try {
+        world_->restore(steps_[first].before);
+        for (std::uint64_t f = frame; f < frame_; ++f) {
+            const std::size_t s = slot(f);
+            Step& step = replay_[s];
+            if (f != frame) step.before = world_->snapshot();
+            step.dt = steps_[s].dt;
+            run_frame(f, step.dt, f == frame ? value : in.stored(in.owner, s), in);
+            step.hash = state_hash(*world_);
+        }
+    } catch (...) {
+        for (Step& step : replay_) step.before = Snapshot();
+        world_->restore(present);
+        // The Inputs resource back to the present's last frame (a copy: may throw, then the
+        // first error still wins as far as the world is concerned).
+        try {
+            in.set(*world_, frame_ - 1, in.stored(in.owner, slot(frame_ - 1)));
+        } catch (...) {  // NOLINT(bugprone-empty-catch): the replay's error is the one to report
+        }
+        throw;
+    }
+    // Commit: the replayed steps replace the old ones (frame's own snapshot is unchanged), and
+    // the old snapshots are freed.
+    for (std::uint64_t f = frame; f < frame_; ++f) {
+        const std::size_t s = slot(f);
+        if (f != frame) std::swap(steps_[s].before, replay_[s].before);
+        steps_[s].hash = replay_[s].hash;
+        replay_[s].before = Snapshot();
+    }
+}
+
+}  // namespace tessera::detail
