@@ -31,6 +31,7 @@
 #include <tessera/component.hpp>
 #include <tessera/fwd.hpp>
 #include <tessera/resource.hpp>
+#include <tessera/schedule.hpp>
 #include <tessera/snapshot.hpp>
 
 #include <cstddef>
@@ -42,9 +43,6 @@
 #include <vector>
 
 namespace tessera {
-
-class Schedule;
-
 namespace net {
 
 /// The inputs of the frame being run: the resource `Rollback<Input>` sets before each frame it
