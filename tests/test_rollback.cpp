@@ -40,6 +40,10 @@ struct Hp {
 struct Clock {
     float t = 0.0f;
 };
+/// Kept by a system whose Added/Changed filters see what the previous frame did.
+struct Census {
+    std::int64_t v = 0;
+};
 
 /// One frame's inputs for both players.
 struct Pad {
@@ -60,6 +64,7 @@ TESSERA_REFLECT(rbtest::Pos, x, y)
 TESSERA_REFLECT(rbtest::Vel, dx, dy)
 TESSERA_REFLECT(rbtest::Hp, v)
 TESSERA_REFLECT(rbtest::Clock, t)
+TESSERA_REFLECT(rbtest::Census, v)
 
 namespace ts = tessera;
 using ts::test::error_of;
@@ -99,10 +104,21 @@ void build(ts::Schedule& s, Probe* probe) {
     s.add("clock", [](ts::View<Clock&> clocks, float dt) {
         clocks.each([&](Clock& c) { c.t += dt; });
     });
+    // Sees the bodies spawned and moved since its previous run, that is in the previous frame:
+    // a replay must give it the change ticks of then.
+    s.add("census",
+          [](ts::View<const Hp&, ts::Added<Hp>> born, ts::View<const Pos&, ts::Changed<Pos>> moved,
+             ts::View<Census&> census) {
+              std::int64_t n = 0;
+              born.each([&](const Hp& hp) { n += 1000 + hp.v; });
+              moved.each([&](const Pos& p) { n += p.x; });
+              census.each([&](Census& c) { c.v = c.v * 3 + n; });
+          })
+        .phase(ts::Phase::pre_update);
 }
 
 void seed_world(ts::World& w) {
-    w.spawn(Clock{});
+    w.spawn(Clock{}, Census{});
     w.spawn(Pos{1, 1}, Vel{1, 0}, Hp{50});
     w.spawn(Pos{-4, 2}, Vel{0, -1}, Hp{7});
 }

@@ -1,5 +1,6 @@
-// The untyped ring of net::Rollback<Input> (net/rollback.hpp): snapshots before each frame, the
-// replay of a correction and its all-or-nothing commit.
+// The untyped ring of net::Rollback<Input> (net/rollback.hpp): the world's snapshot and the
+// schedule's system ticks before each frame, the replay of a correction and its all-or-nothing
+// commit.
 #include <tessera/error.hpp>
 #include <tessera/net/rollback.hpp>
 #include <tessera/schedule.hpp>
@@ -50,17 +51,21 @@ void RollbackRing::run_frame(std::uint64_t frame, float dt, const void* value,
 
 std::uint64_t RollbackRing::advance(float dt, const void* value, const RollbackInputs& in) {
     Snapshot before = world_->snapshot();
+    schedule_->system_ticks(ticks_);
     std::uint64_t hash = 0;
     try {
         run_frame(frame_, dt, value, in);
         hash = state_hash(*world_);
     } catch (...) {
         world_->restore(before);
+        schedule_->set_system_ticks(ticks_);
         throw;
     }
-    // Nothing below throws: the frame commits whole.
+    // Nothing below throws: the frame commits whole (the old step's tick vector becomes the
+    // scratch, so a steady state allocates no vector).
     Step& step = steps_[slot(frame_)];
     step.before = std::move(before);
+    step.ticks.swap(ticks_);
     step.dt = dt;
     step.hash = hash;
     return frame_++;
@@ -68,15 +73,28 @@ std::uint64_t RollbackRing::advance(float dt, const void* value, const RollbackI
 
 void RollbackRing::correct(std::uint64_t frame, const void* value, const RollbackInputs& in) {
     const std::size_t first = checked_slot(frame, "correct");
+    if (steps_[first].ticks.size() != schedule_->size()) {
+        throw Error(errc::invalid_argument,
+                    name_ + "::correct: frame " + std::to_string(frame) + " ran with " +
+                        std::to_string(steps_[first].ticks.size()) +
+                        " systems and the schedule now has " +
+                        std::to_string(schedule_->size()) +
+                        "; a replay needs the schedule the frames ran with");
+    }
     // The present, to put back if the replay fails: the ring holds only the states before
     // each frame, not the one after the last.
     const Snapshot present = world_->snapshot();
+    schedule_->system_ticks(ticks_);
     try {
         world_->restore(steps_[first].before);
+        schedule_->set_system_ticks(steps_[first].ticks);
         for (std::uint64_t f = frame; f < frame_; ++f) {
             const std::size_t s = slot(f);
             Step& step = replay_[s];
-            if (f != frame) step.before = world_->snapshot();
+            if (f != frame) {
+                step.before = world_->snapshot();
+                schedule_->system_ticks(step.ticks);
+            }
             step.dt = steps_[s].dt;
             run_frame(f, step.dt, f == frame ? value : in.stored(in.owner, s), in);
             step.hash = state_hash(*world_);
@@ -84,19 +102,23 @@ void RollbackRing::correct(std::uint64_t frame, const void* value, const Rollbac
     } catch (...) {
         for (Step& step : replay_) step.before = Snapshot();
         world_->restore(present);
+        schedule_->set_system_ticks(ticks_);
         // The Inputs resource back to the present's last frame (a copy: may throw, then the
-        // first error still wins as far as the world is concerned).
+        // replay's error is still the one reported).
         try {
             in.set(*world_, frame_ - 1, in.stored(in.owner, slot(frame_ - 1)));
         } catch (...) {  // NOLINT(bugprone-empty-catch): the replay's error is the one to report
         }
         throw;
     }
-    // Commit: the replayed steps replace the old ones (frame's own snapshot is unchanged), and
-    // the old snapshots are freed.
+    // Commit: the replayed steps replace the old ones (frame's own "before" is unchanged), and
+    // the old snapshots are freed; the tick vectors swap, keeping their capacity.
     for (std::uint64_t f = frame; f < frame_; ++f) {
         const std::size_t s = slot(f);
-        if (f != frame) std::swap(steps_[s].before, replay_[s].before);
+        if (f != frame) {
+            std::swap(steps_[s].before, replay_[s].before);
+            steps_[s].ticks.swap(replay_[s].ticks);
+        }
         steps_[s].hash = replay_[s].hash;
         replay_[s].before = Snapshot();
     }

@@ -98,9 +98,10 @@ public:
 
 private:
     struct Step {
-        Snapshot before;         ///< the world before the frame
-        float dt = 0.0f;         ///< the dt it ran with
-        std::uint64_t hash = 0;  ///< state_hash after it
+        Snapshot before;                   ///< the world before the frame
+        std::vector<std::uint64_t> ticks;  ///< the schedule's system ticks before it
+        float dt = 0.0f;                   ///< the dt it ran with
+        std::uint64_t hash = 0;            ///< state_hash after it
     };
     void run_frame(std::uint64_t frame, float dt, const void* value, const RollbackInputs& in);
 
@@ -110,6 +111,7 @@ private:
     std::uint64_t frame_ = 0;
     std::vector<Step> steps_;    ///< slot(f) holds frame f
     std::vector<Step> replay_;   ///< a correct's new steps until it commits
+    std::vector<std::uint64_t> ticks_;  ///< scratch: the system ticks of the present
 };
 
 }  // namespace detail
