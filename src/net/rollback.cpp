@@ -7,6 +7,7 @@
 #include <tessera/snapshot.hpp>
 #include <tessera/world.hpp>
 
+#include <memory>
 #include <string>
 #include <utility>
 
@@ -40,7 +41,18 @@ std::size_t RollbackRing::checked_slot(std::uint64_t frame, const char* op) cons
 }
 
 std::uint64_t RollbackRing::hash(std::uint64_t frame) const {
-    return steps_[checked_slot(frame, "hash")].hash;
+    const std::size_t s = checked_slot(frame, "hash");
+    // The last frame's state is the world itself, which may still change before the next
+    // frame: hashed each time. An older frame's is the next frame's snapshot: hashed once.
+    if (frame + 1 == frame_) return state_hash(*world_);
+    const Step& step = steps_[s];
+    if (!step.hashed) {
+        if (scratch_ == nullptr) scratch_ = std::make_unique<World>(world_->memory_resource());
+        scratch_->restore(steps_[slot(frame + 1)].before);
+        step.hash = state_hash(*scratch_);
+        step.hashed = true;
+    }
+    return step.hash;
 }
 
 void RollbackRing::run_frame(std::uint64_t frame, float dt, const void* value,
@@ -52,10 +64,8 @@ void RollbackRing::run_frame(std::uint64_t frame, float dt, const void* value,
 std::uint64_t RollbackRing::advance(float dt, const void* value, const RollbackInputs& in) {
     Snapshot before = world_->snapshot();
     schedule_->system_ticks(ticks_);
-    std::uint64_t hash = 0;
     try {
         run_frame(frame_, dt, value, in);
-        hash = state_hash(*world_);
     } catch (...) {
         world_->restore(before);
         schedule_->set_system_ticks(ticks_);
@@ -67,7 +77,7 @@ std::uint64_t RollbackRing::advance(float dt, const void* value, const RollbackI
     step.before = std::move(before);
     step.ticks.swap(ticks_);
     step.dt = dt;
-    step.hash = hash;
+    step.hashed = false;
     return frame_++;
 }
 
@@ -97,7 +107,6 @@ void RollbackRing::correct(std::uint64_t frame, const void* value, const Rollbac
             }
             step.dt = steps_[s].dt;
             run_frame(f, step.dt, f == frame ? value : in.stored(in.owner, s), in);
-            step.hash = state_hash(*world_);
         }
     } catch (...) {
         for (Step& step : replay_) step.before = Snapshot();
@@ -119,7 +128,7 @@ void RollbackRing::correct(std::uint64_t frame, const void* value, const Rollbac
             std::swap(steps_[s].before, replay_[s].before);
             steps_[s].ticks.swap(replay_[s].ticks);
         }
-        steps_[s].hash = replay_[s].hash;
+        steps_[s].hashed = false;
         replay_[s].before = Snapshot();
     }
 }

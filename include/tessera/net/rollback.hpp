@@ -6,8 +6,7 @@
 ///
 /// **Frames.** Frames count from 0. `advance(dt, inputs)` runs frame `frame()`: it snapshots
 /// the world (the state before the frame), sets the resource `Inputs<Input>{inputs, frame}`,
-/// runs the schedule with `dt`, records `state_hash` of the result, and counts the frame. The
-/// ring holds the last `RollbackOptions::frames` frames: `correct`, `inputs` and `hash` take a
+/// runs the schedule with `dt` and counts the frame. The ring holds the last `RollbackOptions::frames` frames: `correct`, `inputs` and `hash` take a
 /// frame in [`oldest()`, `frame()` - 1].
 ///
 /// **Several peers.** `Input` is everything one frame runs on, for every peer: typically a
@@ -22,10 +21,12 @@
 /// hold entities, components, relations, strings and change ticks; not resources, events or
 /// the schedule's own state). docs/rollback.md lists what that rules out.
 ///
-/// **Cost.** `advance` adds one `World::snapshot` and one `state_hash` to the schedule's
-/// run. `correct` of `k` frames back: one snapshot of the present (for the strong guarantee),
-/// one `World::restore`, then `k` runs, `k - 1` snapshots and `k` hashes. Snapshots allocate
-/// (from the world's memory resource); the ring holds `frames` of them.
+/// **Cost.** `advance` adds one `World::snapshot` to the schedule's run. `correct` of `k`
+/// frames back: one snapshot of the present (for the strong guarantee), one `World::restore`,
+/// then `k` runs and `k - 1` snapshots. Snapshots allocate (from the world's memory resource);
+/// the ring holds `frames` of them. `hash` costs a `state_hash` (about 100 ns per entity, more
+/// than a snapshot) the first time it is asked for a frame, plus a restore into a scratch world
+/// for a frame before the last.
 #pragma once
 
 #include <tessera/component.hpp>
@@ -36,6 +37,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -101,7 +103,8 @@ private:
         Snapshot before;                   ///< the world before the frame
         std::vector<std::uint64_t> ticks;  ///< the schedule's system ticks before it
         float dt = 0.0f;                   ///< the dt it ran with
-        std::uint64_t hash = 0;            ///< state_hash after it
+        mutable std::uint64_t hash = 0;    ///< state_hash after it, once asked for
+        mutable bool hashed = false;       ///< `hash` is set
     };
     void run_frame(std::uint64_t frame, float dt, const void* value, const RollbackInputs& in);
 
@@ -112,6 +115,7 @@ private:
     std::vector<Step> steps_;    ///< slot(f) holds frame f
     std::vector<Step> replay_;   ///< a correct's new steps until it commits
     std::vector<std::uint64_t> ticks_;  ///< scratch: the system ticks of the present
+    mutable std::unique_ptr<World> scratch_;  ///< where `hash` restores an older frame's state
 };
 
 }  // namespace detail
@@ -140,7 +144,7 @@ public:
     }
 
     /// Runs frame `frame()` with `inputs`: snapshots the world, sets the resource
-    /// `Inputs<Input>{inputs, frame()}`, runs the schedule with `dt`, hashes the result.
+    /// `Inputs<Input>{inputs, frame()}` and runs the schedule with `dt`.
     /// Strong guarantee for the world and the ring: when the schedule throws (its
     /// `Error(system_failed)`), the world is restored and the frame is not counted (the
     /// schedule's own state, such as its `start` phase having run, is not restored).
@@ -174,7 +178,11 @@ public:
     [[nodiscard]] std::uint64_t oldest() const noexcept { return ring_.oldest(); }
     /// Frames the ring holds at most (`RollbackOptions::frames`).
     [[nodiscard]] std::size_t capacity() const noexcept { return ring_.capacity(); }
-    /// `state_hash` of the world after `frame` (after its latest replay).
+    /// `state_hash` of the world after `frame` (after its latest replay): of the world as the
+    /// next frame found it, or of the world now for the last frame (`frame() - 1`), so changes
+    /// made to the world between frames count toward the frame before them. Computed when
+    /// first asked for (an older frame's state is restored into a scratch world for it), then
+    /// kept until a correction replays the frame.
     /// @throws Error(invalid_argument) when the ring doesn't hold `frame`.
     [[nodiscard]] std::uint64_t hash(std::uint64_t frame) const { return ring_.hash(frame); }
     /// The inputs `frame` ran with (last given by `advance` or `correct`); valid until the ring
