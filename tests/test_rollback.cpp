@@ -13,12 +13,14 @@
 #include <tessera/tessera.hpp>
 
 #include "common/error_of.hpp"
+#include "common/failing_resource.hpp"
 
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <random>
 #include <stdexcept>
 #include <utility>
@@ -317,6 +319,58 @@ TEST(Rollback, IsMovable) {
     pads[1] = Pad{{-1, -1}, 13};
     moved.correct(1, pads[1]);
     EXPECT_EQ(ts::state_hash(g.world), straight(pads).back());
+}
+
+TEST(Rollback, AFailedAllocationChangesNothing) {
+    ts::test::FaultResource mr;
+    ts::World world(&mr);
+    seed_world(world);
+    ts::Schedule schedule(1);
+    build(schedule, nullptr);
+    ts::net::Rollback<Pad> rb(world, schedule, {.frames = 6});
+    std::mt19937 rng(3);
+    std::vector<Pad> pads;
+    for (std::uint64_t f = 0; f < 10; ++f) {
+        pads.push_back(random_pad(rng));
+        rb.advance(frame_dt(f), pads.back());
+    }
+    const auto state = [&] {
+        std::vector<std::uint64_t> out{ts::state_hash(world), rb.frame()};
+        for (std::uint64_t f = rb.oldest(); f < rb.frame(); ++f) out.push_back(rb.hash(f));
+        return out;
+    };
+    const auto attempt = [&](const char* what, auto&& call) {
+        std::size_t failures = 0;
+        for (std::size_t k = 1;; ++k) {
+            const std::vector<std::uint64_t> before = state();
+            mr.arm(k);
+            try {
+                call();
+                mr.disarm();
+                break;
+            } catch (const std::bad_alloc&) {
+            } catch (const ts::Error& e) {  // a system's or a sync point's bad_alloc
+                EXPECT_EQ(e.code(), ts::errc::system_failed) << what << " " << k;
+            }
+            mr.disarm();
+            ++failures;
+            ASSERT_EQ(state(), before) << what << ": allocation " << k << " failed";
+            for (std::uint64_t f = rb.oldest(); f < rb.frame(); ++f)
+                ASSERT_EQ(rb.inputs(f), pads[f]) << what << " " << k;
+        }
+        EXPECT_GT(failures, 3u) << what;  // the sweep reached past the first snapshot
+    };
+
+    const Pad late{{2, -1}, 13};
+    attempt("correct", [&] { rb.correct(5, late); });
+    pads[5] = late;
+    EXPECT_EQ(ts::state_hash(world), straight(pads).back());
+
+    const Pad next{{1, 1}, 7};
+    attempt("advance", [&] { rb.advance(frame_dt(10), next); });
+    pads.push_back(next);
+    EXPECT_EQ(ts::state_hash(world), straight(pads).back());
+    EXPECT_EQ(mr.bad_deallocations(), 0u);
 }
 
 class RollbackModel : public testing::TestWithParam<unsigned> {};
