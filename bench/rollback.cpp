@@ -6,6 +6,8 @@
 //               snapshot of the present, one restore, 8 schedule runs, 7 snapshots, 8 hashes;
 //   advance     net::Rollback<Pad>::advance, one frame (a snapshot, the run, a hash): the
 //               per-frame cost of keeping the ring, times 8 to compare per item;
+//   hash        net::Rollback<Pad>::hash(frame() - 1): the state_hash peers exchange to detect
+//               a desync (of the live world; per entity, 10,000 items);
 //   straight8   the raw baseline: World::restore of a snapshot taken once, then 8 plain
 //               Schedule::run frames with the Inputs resource set by hand (what a replay cannot
 //               do with less).
@@ -123,6 +125,20 @@ void rollback_advance(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kRollbackN));
 }
 
+void rollback_hash(benchmark::State& state) {
+    tessera::World w;
+    tessera::Schedule s(1);
+    build(w, s);
+    tessera::net::Rollback<Pad> rb(w, s, {.frames = kDepth});
+    for (std::uint64_t f = 0; f < kDepth; ++f) rb.advance(kDt, pad(f));
+    if (rb.hash(rb.frame() - 1) != straight_hash(rb.frame(), UINT64_MAX, Pad{})) {
+        state.SkipWithError("rollback/hash: the hash differs from a straight run's");
+        return;
+    }
+    for (auto _ : state) benchmark::DoNotOptimize(rb.hash(rb.frame() - 1));
+    state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kRollbackN));
+}
+
 void rollback_straight8(benchmark::State& state) {
     tessera::World w;
     tessera::Schedule s(1);
@@ -155,5 +171,6 @@ void rollback_straight8(benchmark::State& state) {
 BENCHMARK(rollback_straight8)->Name("rollback/straight8")->Unit(benchmark::kMicrosecond);
 BENCHMARK(rollback_correct8)->Name("rollback/correct8")->Unit(benchmark::kMicrosecond);
 BENCHMARK(rollback_advance)->Name("rollback/advance")->Unit(benchmark::kMicrosecond);
+BENCHMARK(rollback_hash)->Name("rollback/hash")->Unit(benchmark::kMicrosecond);
 
 }  // namespace tessera_bench
