@@ -64,14 +64,15 @@ void build(tessera::World& w, tessera::Schedule& s) {
         });
     });
     s.add("move", [](tessera::View<Pos&, const Vel&> v, float dt) {
-        v.each([&](Pos& p, const Vel& vel) {
-            p.x += vel.dx * dt;
-            p.y += vel.dy * dt;
-        });
-    }).after("steer");
+         v.each([&](Pos& p, const Vel& vel) {
+             p.x += vel.dx * dt;
+             p.y += vel.dy * dt;
+         });
+     }).after("steer");
     s.add("wear", [](tessera::View<Hp&, const Vel&> v) {
-        v.each([](Hp& hp, const Vel& vel) { hp.v -= 0.001f * (vel.dx * vel.dx + vel.dy * vel.dy); });
-    }).after("steer");
+         v.each(
+             [](Hp& hp, const Vel& vel) { hp.v -= 0.001f * (vel.dx * vel.dx + vel.dy * vel.dy); });
+     }).after("steer");
 }
 
 Pad pad(std::uint64_t f) {

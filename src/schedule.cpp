@@ -225,8 +225,8 @@ void Schedule::system_ticks(std::vector<std::uint64_t>& out) const {
 void Schedule::set_system_ticks(std::span<const std::uint64_t> ticks) {
     if (ticks.size() != impl_->systems.size()) {
         throw Error(errc::invalid_argument,
-                    "Schedule::set_system_ticks: " + std::to_string(ticks.size()) +
-                        " ticks for " + std::to_string(impl_->systems.size()) +
+                    "Schedule::set_system_ticks: " + std::to_string(ticks.size()) + " ticks for " +
+                        std::to_string(impl_->systems.size()) +
                         " systems (systems were added or removed since they were read)");
     }
     for (std::size_t i = 0; i < ticks.size(); ++i) impl_->systems[i]->last_tick = ticks[i];

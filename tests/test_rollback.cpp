@@ -77,46 +77,39 @@ namespace {
 using In = ts::net::Inputs<Pad>;
 
 void build(ts::Schedule& s, Probe* probe) {
-    s.add("spawn",
-          [probe](ts::Res<In> in, ts::Commands cmds) {
-              if (probe != nullptr) probe->seen.emplace_back(in->frame, in->value);
-              if (in->value.spawn != 0) {
-                  const auto f = static_cast<std::int32_t>(in->frame);
-                  cmds.spawn(Pos{in->value.spawn, f}, Vel{(f % 3) - 1, 1}, Hp{3 + (f % 4)});
-              }
-          })
-        .phase(ts::Phase::pre_update);
+    s.add("spawn", [probe](ts::Res<In> in, ts::Commands cmds) {
+         if (probe != nullptr) probe->seen.emplace_back(in->frame, in->value);
+         if (in->value.spawn != 0) {
+             const auto f = static_cast<std::int32_t>(in->frame);
+             cmds.spawn(Pos{in->value.spawn, f}, Vel{(f % 3) - 1, 1}, Hp{3 + (f % 4)});
+         }
+     }).phase(ts::Phase::pre_update);
     s.add("move", [](ts::View<Pos&, const Vel&> bodies, ts::Res<In> in) {
         bodies.each([&](Pos& p, const Vel& v) {
             p.x += v.dx + in->value.push[0];
             p.y += v.dy + in->value.push[1];
         });
     });
-    s.add("damage",
-          [probe](ts::View<ts::Entity, Hp&, const Pos&> bodies, ts::Res<In> in,
-                  ts::Commands cmds) {
-              if (probe != nullptr && probe->throw_at == static_cast<std::int64_t>(in->frame))
-                  throw std::runtime_error("damage: injected failure");
-              bodies.each([&](ts::Entity e, Hp& hp, const Pos& p) {
-                  hp.v -= (p.x & 1) + 1;
-                  if (hp.v <= 0) cmds.despawn(e);
-              });
-          })
-        .after("move");
-    s.add("clock", [](ts::View<Clock&> clocks, float dt) {
-        clocks.each([&](Clock& c) { c.t += dt; });
-    });
+    s.add("damage", [probe](ts::View<ts::Entity, Hp&, const Pos&> bodies, ts::Res<In> in,
+                            ts::Commands cmds) {
+         if (probe != nullptr && probe->throw_at == static_cast<std::int64_t>(in->frame))
+             throw std::runtime_error("damage: injected failure");
+         bodies.each([&](ts::Entity e, Hp& hp, const Pos& p) {
+             hp.v -= (p.x & 1) + 1;
+             if (hp.v <= 0) cmds.despawn(e);
+         });
+     }).after("move");
+    s.add("clock",
+          [](ts::View<Clock&> clocks, float dt) { clocks.each([&](Clock& c) { c.t += dt; }); });
     // Sees the bodies spawned and moved since its previous run, that is in the previous frame:
     // a replay must give it the change ticks of then.
-    s.add("census",
-          [](ts::View<const Hp&, ts::Added<Hp>> born, ts::View<const Pos&, ts::Changed<Pos>> moved,
-             ts::View<Census&> census) {
-              std::int64_t n = 0;
-              born.each([&](const Hp& hp) { n += 1000 + hp.v; });
-              moved.each([&](const Pos& p) { n += p.x; });
-              census.each([&](Census& c) { c.v = c.v * 3 + n; });
-          })
-        .phase(ts::Phase::pre_update);
+    s.add("census", [](ts::View<const Hp&, ts::Added<Hp>> born,
+                       ts::View<const Pos&, ts::Changed<Pos>> moved, ts::View<Census&> census) {
+         std::int64_t n = 0;
+         born.each([&](const Hp& hp) { n += 1000 + hp.v; });
+         moved.each([&](const Pos& p) { n += p.x; });
+         census.each([&](Census& c) { c.v = c.v * 3 + n; });
+     }).phase(ts::Phase::pre_update);
 }
 
 void seed_world(ts::World& w) {
@@ -229,9 +222,12 @@ TEST(Rollback, CorrectOutsideTheRingIsInvalidAndChangesNothing) {
     for (std::uint64_t f = 0; f < 5; ++f) rb.advance(0.0f, Pad{{1, 1}, 0});
     const std::uint64_t hash = ts::state_hash(g.world);
     const std::size_t runs = g.probe.seen.size();
-    for (std::uint64_t bad : {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{5},
-                              std::uint64_t{99}}) {
-        EXPECT_EQ(error_of([&] { rb.correct(bad, Pad{{5, 5}, 3}); }), ts::errc::invalid_argument)
+    for (std::uint64_t bad :
+         {std::uint64_t{0}, std::uint64_t{1}, std::uint64_t{5}, std::uint64_t{99}}) {
+        EXPECT_EQ(error_of([&] {
+                      rb.correct(bad, Pad{{5, 5}, 3});
+                  }),
+                  ts::errc::invalid_argument)
             << bad;
         EXPECT_EQ(error_of([&] { (void)rb.hash(bad); }), ts::errc::invalid_argument) << bad;
         EXPECT_EQ(error_of([&] { (void)rb.inputs(bad); }), ts::errc::invalid_argument) << bad;
@@ -299,8 +295,7 @@ TEST(Rollback, AThrowDuringAdvanceRestoresTheWorldAndCountsNoFrame) {
     rb.advance(frame_dt(1), pads[1]);
     const std::uint64_t hash = ts::state_hash(g.world);
     g.probe.throw_at = 2;
-    EXPECT_EQ(error_of([&] { rb.advance(frame_dt(2), Pad{{3, 3}, 9}); }),
-              ts::errc::system_failed);
+    EXPECT_EQ(error_of([&] { rb.advance(frame_dt(2), Pad{{3, 3}, 9}); }), ts::errc::system_failed);
     EXPECT_EQ(rb.frame(), 2u);
     EXPECT_EQ(ts::state_hash(g.world), hash);
     EXPECT_EQ(error_of([&] { (void)rb.hash(2); }), ts::errc::invalid_argument);
@@ -437,8 +432,8 @@ TEST_P(RollbackModel, CorrectionsEqualAStraightRun) {
         }
         // A duplicate of an old correction now and then: harmless.
         if (die(rng) == 0 && rb.frame() > 0) {
-            const std::uint64_t f2 = std::uniform_int_distribution<std::uint64_t>(
-                rb.oldest(), rb.frame() - 1)(rng);
+            const std::uint64_t f2 =
+                std::uniform_int_distribution<std::uint64_t>(rb.oldest(), rb.frame() - 1)(rng);
             if (held[f2] == truth[f2]) rb.correct(f2, truth[f2]);
         }
         check("after a frame");

@@ -34,8 +34,8 @@ std::size_t RollbackRing::checked_slot(std::uint64_t frame, const char* op) cons
         msg += " is not held: no frame has run yet";
     } else {
         msg += frame >= frame_ ? " has not run yet" : " is older than the ring holds";
-        msg += "; it holds frames " + std::to_string(oldest()) + " to " +
-               std::to_string(frame_ - 1);
+        msg +=
+            "; it holds frames " + std::to_string(oldest()) + " to " + std::to_string(frame_ - 1);
     }
     throw Error(errc::invalid_argument, msg);
 }
@@ -87,8 +87,7 @@ void RollbackRing::correct(std::uint64_t frame, const void* value, const Rollbac
         throw Error(errc::invalid_argument,
                     name_ + "::correct: frame " + std::to_string(frame) + " ran with " +
                         std::to_string(steps_[first].ticks.size()) +
-                        " systems and the schedule now has " +
-                        std::to_string(schedule_->size()) +
+                        " systems and the schedule now has " + std::to_string(schedule_->size()) +
                         "; a replay needs the schedule the frames ran with");
     }
     // The present, to put back if the replay fails: the ring holds only the states before

@@ -6,8 +6,9 @@
 ///
 /// **Frames.** Frames count from 0. `advance(dt, inputs)` runs frame `frame()`: it snapshots
 /// the world (the state before the frame), sets the resource `Inputs<Input>{inputs, frame}`,
-/// runs the schedule with `dt` and counts the frame. The ring holds the last `RollbackOptions::frames` frames: `correct`, `inputs` and `hash` take a
-/// frame in [`oldest()`, `frame()` - 1].
+/// runs the schedule with `dt` and counts the frame. The ring holds the last
+/// `RollbackOptions::frames` frames: `correct`, `inputs` and `hash` take a frame in [`oldest()`,
+/// `frame()` - 1].
 ///
 /// **Several peers.** `Input` is everything one frame runs on, for every peer: typically a
 /// struct holding each player's input (`std::array<PadState, 4>`, say). A late input of one
@@ -51,8 +52,8 @@ namespace net {
 /// runs or replays (read it with `Res<net::Inputs<Input>>`).
 template <class Input>
 struct Inputs {
-    Input value;             ///< what `advance` or `correct` gave for this frame
-    std::uint64_t frame = 0; ///< the frame being run, from 0
+    Input value;              ///< what `advance` or `correct` gave for this frame
+    std::uint64_t frame = 0;  ///< the frame being run, from 0
 };
 
 /// Options of a `Rollback`.
@@ -112,9 +113,9 @@ private:
     Schedule* schedule_;
     std::string name_;  ///< "Rollback<Input>", for messages
     std::uint64_t frame_ = 0;
-    std::vector<Step> steps_;    ///< slot(f) holds frame f
-    std::vector<Step> replay_;   ///< a correct's new steps until it commits
-    std::vector<std::uint64_t> ticks_;  ///< scratch: the system ticks of the present
+    std::vector<Step> steps_;                 ///< slot(f) holds frame f
+    std::vector<Step> replay_;                ///< a correct's new steps until it commits
+    std::vector<std::uint64_t> ticks_;        ///< scratch: the system ticks of the present
     mutable std::unique_ptr<World> scratch_;  ///< where `hash` restores an older frame's state
 };
 
