@@ -19,8 +19,10 @@
 /// **Determinism.** `correct` gives exactly the world (`state_hash`) of a straight run with the
 /// corrected inputs when the schedule is a function of the world's state, the `Inputs`
 /// resource and `dt`: what systems keep from frame to frame lives in components (snapshots
-/// hold entities, components, relations, strings and change ticks; not resources, events or
-/// the schedule's own state). docs/rollback.md lists what that rules out.
+/// hold entities, components, relations, strings and change ticks, and the ring keeps the
+/// schedule's system ticks, so `Added`/`Changed` filters replay exactly; resources, events
+/// and the rest of the schedule's state are not kept). docs/rollback.md lists what that rules
+/// out.
 ///
 /// **Cost.** `advance` adds one `World::snapshot` to the schedule's run. `correct` of `k`
 /// frames back: one snapshot of the present (for the strong guarantee), one `World::restore`,
