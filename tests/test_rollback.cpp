@@ -299,6 +299,8 @@ TEST(Rollback, AThrowDuringAdvanceRestoresTheWorldAndCountsNoFrame) {
     EXPECT_EQ(rb.frame(), 2u);
     EXPECT_EQ(ts::state_hash(g.world), hash);
     EXPECT_EQ(error_of([&] { (void)rb.hash(2); }), ts::errc::invalid_argument);
+    EXPECT_EQ(g.world.resource<In>().frame, 1u);
+    EXPECT_EQ(g.world.resource<In>().value, pads[1]);
     g.probe.throw_at = -1;
     pads.push_back(Pad{{3, 3}, 9});
     rb.advance(frame_dt(2), pads[2]);

@@ -55,6 +55,15 @@ std::uint64_t RollbackRing::hash(std::uint64_t frame) const {
     return step.hash;
 }
 
+void RollbackRing::restore_inputs(const RollbackInputs& in) noexcept {
+    if (frame_ == 0) return;  // before the first frame there was none
+    // A copy, which may throw: then the frame's error is still the one reported.
+    try {
+        in.set(*world_, frame_ - 1, in.stored(in.owner, slot(frame_ - 1)));
+    } catch (...) {  // NOLINT(bugprone-empty-catch): the frame's error is the one to report
+    }
+}
+
 void RollbackRing::run_frame(std::uint64_t frame, float dt, const void* value,
                              const RollbackInputs& in) {
     in.set(*world_, frame, value);
@@ -69,6 +78,7 @@ std::uint64_t RollbackRing::advance(float dt, const void* value, const RollbackI
     } catch (...) {
         world_->restore(before);
         schedule_->set_system_ticks(ticks_);
+        restore_inputs(in);
         throw;
     }
     // Nothing below throws: the frame commits whole (the old step's tick vector becomes the
@@ -111,12 +121,7 @@ void RollbackRing::correct(std::uint64_t frame, const void* value, const Rollbac
         for (Step& step : replay_) step.before = Snapshot();
         world_->restore(present);
         schedule_->set_system_ticks(ticks_);
-        // The Inputs resource back to the present's last frame (a copy: may throw, then the
-        // replay's error is still the one reported).
-        try {
-            in.set(*world_, frame_ - 1, in.stored(in.owner, slot(frame_ - 1)));
-        } catch (...) {  // NOLINT(bugprone-empty-catch): the replay's error is the one to report
-        }
+        restore_inputs(in);
         throw;
     }
     // Commit: the replayed steps replace the old ones (frame's own "before" is unchanged), and

@@ -110,6 +110,8 @@ private:
         mutable bool hashed = false;       ///< `hash` is set
     };
     void run_frame(std::uint64_t frame, float dt, const void* value, const RollbackInputs& in);
+    /// Puts the last frame's inputs back in the `Inputs` resource after a failed frame.
+    void restore_inputs(const RollbackInputs& in) noexcept;
 
     World* world_;
     Schedule* schedule_;
@@ -148,9 +150,10 @@ public:
 
     /// Runs frame `frame()` with `inputs`: snapshots the world, sets the resource
     /// `Inputs<Input>{inputs, frame()}` and runs the schedule with `dt`.
-    /// Strong guarantee for the world and the ring: when the schedule throws (its
-    /// `Error(system_failed)`), the world is restored and the frame is not counted (the
-    /// schedule's own state, such as its `start` phase having run, is not restored).
+    /// Strong guarantee: when the schedule throws (its `Error(system_failed)`), the world, the
+    /// schedule's system ticks and the `Inputs` resource are put back and the frame is not
+    /// counted (the rest of the schedule's state, such as its `start` phase having run, is
+    /// not).
     /// @throws whatever the snapshot or the schedule throws.
     void advance(float dt, const Input& inputs) {
         Input copy(inputs);
