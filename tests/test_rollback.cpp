@@ -108,7 +108,7 @@ void build(ts::Schedule& s, Probe* probe) {
          std::int64_t n = 0;
          born.each([&](const Hp& hp) { n += 1000 + hp.v; });
          moved.each([&](const Pos& p) { n += p.x; });
-         census.each([&](Census& c) { c.v = c.v * 3 + n; });
+         census.each([&](Census& c) { c.v = (c.v * 3 + n) % 1000003; });
      }).phase(ts::Phase::pre_update);
 }
 
