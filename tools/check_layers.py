@@ -61,6 +61,8 @@ MODULES = [
     ("serialization", [I + "snapshot.hpp", I + "serialize.hpp", "src/snapshot.cpp",
                        "src/serialize*", "src/state_hash.cpp"]),
     ("schedules", [I + "system.hpp", I + "schedule.hpp", "src/schedule*"]),
+    ("fixed_step", [I + "fixed_step.hpp", "src/fixed_step.cpp"]),
+    ("net", [I + "net/rollback.hpp", "src/net/rollback.cpp"]),
     ("gpu", [I + "gpu.hpp", I + "detail/gpu_*.hpp", "src/gpu/*"]),
     ("inspector", [I + "inspect.hpp", "src/inspect/*"]),
     ("umbrella", [I + "tessera.hpp"]),
