@@ -8,7 +8,7 @@
 //               per-frame cost of keeping the ring, times 8 to compare per item;
 //   hash        net::Rollback<Pad>::hash(frame() - 1): the state_hash peers exchange to detect
 //               a desync (of the live world; per entity, 10,000 items);
-//   straight8   the raw baseline: World::restore of a snapshot taken once, then 8 plain
+//   raw         the raw baseline: World::restore of a snapshot taken once, then 8 plain
 //               Schedule::run frames with the Inputs resource set by hand (what a replay cannot
 //               do with less).
 // Each variant checks, untimed, that a correction equals a straight run (state_hash).
@@ -140,7 +140,7 @@ void rollback_hash(benchmark::State& state) {
     state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(kRollbackN));
 }
 
-void rollback_straight8(benchmark::State& state) {
+void rollback_raw(benchmark::State& state) {
     tessera::World w;
     tessera::Schedule s(1);
     build(w, s);
@@ -160,7 +160,7 @@ void rollback_straight8(benchmark::State& state) {
     };
     eight();
     if (tessera::state_hash(w) != straight_hash(2 * kDepth, UINT64_MAX, Pad{})) {
-        state.SkipWithError("rollback/straight8: the replay differs from a straight run");
+        state.SkipWithError("rollback/raw: the replay differs from a straight run");
         return;
     }
     for (auto _ : state) eight();
@@ -169,7 +169,7 @@ void rollback_straight8(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(rollback_straight8)->Name("rollback/straight8")->Unit(benchmark::kMicrosecond);
+BENCHMARK(rollback_raw)->Name("rollback/raw")->Unit(benchmark::kMicrosecond);
 BENCHMARK(rollback_correct8)->Name("rollback/correct8")->Unit(benchmark::kMicrosecond);
 BENCHMARK(rollback_advance)->Name("rollback/advance")->Unit(benchmark::kMicrosecond);
 BENCHMARK(rollback_hash)->Name("rollback/hash")->Unit(benchmark::kMicrosecond);
