@@ -25,7 +25,7 @@ FUZZ_SECONDS ?= 60
 
 DEB_PACKAGES := cmake ninja-build g++ clang libgtest-dev libgmock-dev libbenchmark-dev \
                 libtbb-dev libglm-dev nlohmann-json3-dev python3 clang-format \
-                libcpp-httplib-dev doxygen pkgconf ccache gdb
+                libcpp-httplib-dev libenet-dev doxygen pkgconf ccache gdb
 # The inspector's browser test (tests/browser/inspector_test.py): Chromium, its WebDriver and
 # Debian's Python bindings for it (make browser-deps, run by the test targets).
 BROWSER_DEB_PACKAGES := chromium chromium-driver python3-selenium

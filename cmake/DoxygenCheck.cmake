@@ -1,5 +1,5 @@
 # The `doxygen_api` test: runs doxygen with docs/Doxyfile on the public headers alone
-# (include/tessera/*.hpp) and fails on any warning, so every public declaration keeps its doc
+# (include/tessera/*.hpp, include/tessera/net/*.hpp) and fails on any warning, so every public declaration keeps its doc
 # comment. The guide pages (README.md, docs/*.md) are left to `make docs`.
 #
 #   cmake -DDOXYGEN=/usr/bin/doxygen -DSOURCE_DIR=<repository> -DWORK_DIR=<scratch directory>
@@ -18,7 +18,7 @@ set(log "${WORK_DIR}/warnings.log")
 # docs/Doxyfile's relative paths are relative to the repository root, where doxygen runs.
 file(WRITE "${WORK_DIR}/Doxyfile"
     "@INCLUDE = \"${SOURCE_DIR}/docs/Doxyfile\"\n"
-    "INPUT = include/tessera\n"
+    "INPUT = include/tessera include/tessera/net\n"
     "USE_MDFILE_AS_MAINPAGE =\n"
     "OUTPUT_DIRECTORY = \"${WORK_DIR}\"\n"
     "WARN_IF_UNDOCUMENTED = YES\n"

@@ -61,6 +61,7 @@ MODULES = [
     ("serialization", [I + "snapshot.hpp", I + "serialize.hpp", "src/snapshot.cpp",
                        "src/serialize*", "src/state_hash.cpp"]),
     ("schedules", [I + "system.hpp", I + "schedule.hpp", "src/schedule*"]),
+    ("net_enet", [I + "net/enet.hpp", "src/net_enet/*"]),
     ("gpu", [I + "gpu.hpp", I + "detail/gpu_*.hpp", "src/gpu/*"]),
     ("inspector", [I + "inspect.hpp", "src/inspect/*"]),
     ("umbrella", [I + "tessera.hpp"]),
