@@ -46,12 +46,7 @@
 
 extern char** environ;  // NOLINT(readability-redundant-declaration): POSIX declares it nowhere
 
-namespace {
-
-namespace net = ts::net;
-using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
-using Bytes = std::vector<std::byte>;
+namespace netarena {
 
 /// On the server, one entity per connected client, for the inspector (filter by NetPeer).
 struct NetPeer {
@@ -61,11 +56,17 @@ struct NetPeer {
     std::uint32_t round_trip_ms = 0;
 };
 
-}  // namespace
+}  // namespace netarena
 
-TESSERA_REFLECT(NetPeer, peer, acked_tick, bytes_sent, round_trip_ms)
+TESSERA_REFLECT(netarena::NetPeer, peer, acked_tick, bytes_sent, round_trip_ms)
 
 namespace {
+
+namespace net = ts::net;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using Bytes = std::vector<std::byte>;
+using netarena::NetPeer;
 
 // ----- options ------------------------------------------------------------------------------
 
@@ -477,7 +478,7 @@ private:
         }
         std::uint64_t sent = 0;
         for (const Client& c : clients_) sent += c.bytes;
-        std::printf("%s  %s | %llu entities mirrored | %.1f KiB/s of deltas to %zu clients\n",
+        std::printf("%s  %s | %llu entities replicated | %.1f KiB/s of deltas to %zu clients\n",
                     line.c_str(), equal ? "equal" : "DIFFER",
                     static_cast<unsigned long long>(mine.entities), kib_per_s(sent, start_),
                     clients_.size());

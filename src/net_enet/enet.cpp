@@ -205,7 +205,8 @@ struct EnetServer::Impl {
                 return true;
             }
             case ENET_EVENT_TYPE_RECEIVE: {
-                if (s.id.value == 0 || ev.channelID >= channel_count) return false;
+                // Nothing from a peer we are disconnecting: it is no longer connected.
+                if (!s.open || ev.channelID >= channel_count) return false;
                 out = EnetEvent{
                     EnetEvent::Kind::received,
                     s.id,

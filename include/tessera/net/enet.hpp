@@ -170,7 +170,8 @@ public:
     void flush();
 
     /// Starts closing `peer`'s connection gracefully (after what is queued for it); from now on
-    /// it is not connected, and a later poll reports its `disconnected` event.
+    /// it is not connected (what it still sends is dropped), and a later poll reports its
+    /// `disconnected` event.
     /// @throws Error(invalid_argument) when `peer` is not connected.
     void disconnect(PeerId peer);
 
