@@ -350,6 +350,7 @@ struct Client {
     Ack last;                 ///< its newest ack
     ts::Entity info;          ///< its NetPeer entity
     std::uint64_t bytes = 0;
+    Bytes message;  ///< the delta being sent (its capacity reused frame after frame)
 };
 
 class Server {
@@ -441,9 +442,9 @@ private:
 
     void send_deltas() {
         for (Client& c : clients_) {
-            const Bytes msg = rep_.delta(c.id);
-            transport_.send(c.peer, msg, net::Channel::delta);
-            c.bytes += msg.size();
+            rep_.delta(c.id, c.message);
+            transport_.send(c.peer, c.message, net::Channel::delta);
+            c.bytes += c.message.size();
         }
     }
 
@@ -484,10 +485,15 @@ private:
                     clients_.size());
         std::fflush(stdout);
         ok_ = ok_ && equal;
-        Bytes msg{std::byte{'C'}};
-        put(msg, tick, 8);
-        put(msg, mine.hash, 8);
-        for (Client& c : clients_) transport_.send(c.peer, msg, net::Channel::control);
+        // Each client's hash is of the tick it acknowledged: `tick` or, when the messages
+        // made while we waited (each delta() is a tick) were what got through, a later one
+        // with the same replicated state, since nothing changed meanwhile.
+        for (Client& c : clients_) {
+            Bytes msg{std::byte{'C'}};
+            put(msg, c.last.tick, 8);
+            put(msg, mine.hash, 8);
+            transport_.send(c.peer, msg, net::Channel::control);
+        }
         return true;
     }
 
@@ -501,7 +507,7 @@ private:
         transport_.poll(wait, [&](const net::EnetEvent& e) {
             switch (e.kind) {
                 case net::EnetEvent::Kind::connected: {
-                    Client c{e.peer, rep_.connect(), 0, {}, {}, 0};
+                    Client c{e.peer, rep_.connect(), 0, {}, {}, 0, {}};
                     c.info = battle_.world().spawn(NetPeer{e.peer.value, 0, 0, 0});
                     clients_.push_back(c);
                     break;
