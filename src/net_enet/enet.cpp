@@ -229,7 +229,7 @@ struct EnetServer::Impl {
     }
 };
 
-EnetServer::EnetServer(EnetServerOptions options) : impl_(std::make_unique<Impl>()) {
+EnetServer::EnetServer(const EnetServerOptions& options) : impl_(std::make_unique<Impl>()) {
     const std::string where = options.host + ":" + std::to_string(options.port);
     if (options.max_clients == 0 || options.max_clients > max_peers)
         throw Error(errc::invalid_argument, "EnetServer at " + where + ": max_clients " +

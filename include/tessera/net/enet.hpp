@@ -131,7 +131,7 @@ public:
     /// Binds a UDP socket at `options.host`:`options.port` and starts listening.
     /// @throws Error(invalid_argument) when `max_clients` is 0 or above 4095 or the host does
     /// not resolve; Error(network) when the socket can't be bound (the port is taken).
-    explicit EnetServer(EnetServerOptions options = {});
+    explicit EnetServer(const EnetServerOptions& options = {});
     /// Tells every connected client it is disconnected (one unreliable notice each, sent now)
     /// and closes the socket.
     ~EnetServer();
