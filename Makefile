@@ -5,7 +5,8 @@
 #   make sanitize  asan preset (ASan + UBSan)      make tsan   tsan preset (ThreadSanitizer)
 #   make clang     clang preset (clang++ -Werror)  make demo   release build, run the arena demo
 #   make netdemo   release build, run the arena over ENet: a server and two client processes
-#   make fuzz      fuzz preset (clang): libFuzzer on the binary and JSON loaders, FUZZ_SECONDS each
+#   make fuzz      fuzz preset (clang): libFuzzer on the binary and JSON loaders and the replication
+#                  mirror, FUZZ_SECONDS each
 #   make bench     release benchmarks -> build/release/bench/results*.json, docs/benchmarks.md
 #                  and docs/bench/*.svg (make bench-run: the same without configure + build)
 #   make format    clang-format -i on every .hpp/.cpp
@@ -73,8 +74,8 @@ help:
 	@echo "  make tsan       the tests under ThreadSanitizer (tsan preset, build/tsan; the"
 	@echo "                  parallel paths run on plain threads there, see docs/threading.md)"
 	@echo "  make clang      the tests built with clang++ (clang preset)"
-	@echo "  make fuzz       libFuzzer (clang, ASan + UBSan) on the binary load and JSON from_json"
-	@echo "                  loaders, FUZZ_SECONDS=$(FUZZ_SECONDS) s each from tests/fuzz/corpus*;"
+	@echo "  make fuzz       libFuzzer (clang, ASan + UBSan) on the binary load, JSON from_json and"
+	@echo "                  Mirror::apply, FUZZ_SECONDS=$(FUZZ_SECONDS) s each from tests/fuzz/corpus*;"
 	@echo "                  a finding is kept there as a regression input that make test replays"
 	@echo "  make bench      run the benchmarks, write $(BENCH_JSON), docs/benchmarks.md and"
 	@echo "                  docs/bench/*.svg (BENCH_FILTER=<regex> selects benchmarks in every"
@@ -127,8 +128,9 @@ tsan: deps browser-deps
 clang: deps browser-deps
 	$(call preset_test,clang)
 
-# The fuzz preset builds only the two libFuzzer targets (and the library copy they instrument);
-# its test preset runs the tests labelled fuzz (fuzz_load_60s, fuzz_json_60s), side by side.
+# The fuzz preset builds only the libFuzzer targets (and the library copy they instrument);
+# its test preset runs the tests labelled fuzz (fuzz_load_60s, fuzz_json_60s, fuzz_net_60s), side
+# by side.
 fuzz: deps
 	cmake --preset fuzz -DTESSERA_FUZZ_SECONDS=$(FUZZ_SECONDS)
 	cmake --build --preset fuzz

@@ -301,6 +301,7 @@ void Core::track(ComponentId id) {
         std::fill_n(col.added, a->size, tick_);
         std::fill_n(col.changed, a->size, tick_);
         std::fill_n(col.changed_max, tick_blocks(a->capacity), tick_);
+        col.changed_last = tick_;
     }
     components_[id.value].tracked = true;
 }

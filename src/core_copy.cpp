@@ -57,6 +57,7 @@ void Core::copy_from(const Core& src, const char* op) {
                 std::memcpy(d.changed_max, c.changed_max,
                             tick_blocks(from.size) * sizeof(std::uint64_t));
                 d.stamped = c.stamped;
+                d.changed_last = c.changed_last;
             }
             if (c.enabled != nullptr) std::memcpy(d.enabled, c.enabled, from.size);
         }

@@ -36,6 +36,15 @@ std::size_t Propagation::run() {
         written_ = compute_all();
     else
         run_incremental();
+    if (written_ != 0) {
+        // The passes write WorldTransform ticks directly: raise each table's column bound
+        // (Column::changed_last) once, so readers of changes see the column as written.
+        for (const PlanTable& t : st_.tables) {
+            if (const Column* c = column_of(s_.archetype(t.index), world_id_);
+                c != nullptr && c->changed != nullptr)
+                raise_bound(c->changed_last, tick_);
+        }
+    }
     clear_hierarchy_changes(s_);
     st_.since = s_.tick();
     s_.advance_tick();

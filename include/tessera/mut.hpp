@@ -28,14 +28,15 @@ template <class T>
 class MutColumn;
 
 namespace detail {
-/// Where a `Mut<T>` term's rows are in one table: the values, their changed ticks and block
-/// bounds (null while `T` is not tracked) and the tick writes are stamped with.
+/// Where a `Mut<T>` term's rows are in one table: the values, their changed ticks, block
+/// bounds and column bound (null while `T` is not tracked) and the tick writes are stamped with.
 template <class T>
 struct MutBase {
     T* data = nullptr;
     std::uint64_t* changed = nullptr;
     std::uint64_t* bounds = nullptr;
     std::uint64_t tick = 0;
+    std::uint64_t* last = nullptr;  ///< `Column::changed_last`
 };
 }  // namespace detail
 
@@ -55,6 +56,7 @@ public:
         : value_(base.data + row),
           changed_(base.changed == nullptr ? nullptr : base.changed + row),
           bound_(base.changed == nullptr ? nullptr : base.bounds + row / detail::tick_block),
+          last_(base.last),
           tick_(base.tick) {}
 
     /// The value, for reading: marks nothing.
@@ -64,12 +66,13 @@ public:
     /// The value's members, for reading: marks nothing.
     const T* operator->() const noexcept { return value_; }
     /// Marks the row changed with the run's tick (when `T` is tracked) and returns the value to
-    /// write. O(1): one store and a block bound raise. Safe in `par_each` (each row is one
-    /// worker's).
+    /// write. O(1): one store and a raise of the block's and the column's bounds. Safe in
+    /// `par_each` (each row is one worker's).
     [[nodiscard]] T& write() const noexcept {
         if (changed_ != nullptr) {
             *changed_ = tick_;
             detail::raise_bound(*bound_, tick_);
+            detail::raise_bound(*last_, tick_);
         }
         return *value_;
     }
@@ -82,6 +85,7 @@ private:
     T* value_ = nullptr;
     std::uint64_t* changed_ = nullptr;
     std::uint64_t* bound_ = nullptr;
+    std::uint64_t* last_ = nullptr;
     std::uint64_t tick_ = 0;
 };
 

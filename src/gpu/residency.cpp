@@ -49,18 +49,14 @@ struct Residency::Table {
 
 namespace {
 
-/// Whether the world wrote `id`'s column of `a` after `since` (always, when untracked).
+/// Whether the world wrote `id`'s column of `a` after `since` (always, when untracked; maybe
+/// when rows that changed later have left the table).
 bool column_changed(const Archetype& a, ComponentId id, std::uint64_t since) noexcept {
     const std::int32_t c = a.column_index(id);
     if (c < 0) return false;
     const Column& col = a.columns[static_cast<std::uint32_t>(c)];
     if (col.changed == nullptr) return true;
-    if (col.stamped > since) return true;
-    const std::size_t blocks = tessera::detail::tick_blocks(a.size);
-    for (std::size_t b = 0; b < blocks; ++b) {
-        if (col.changed_max[b] > since) return true;
-    }
-    return false;
+    return col.changed_bound() > since;  // O(1): the column's bound (Column::changed_last)
 }
 
 }  // namespace

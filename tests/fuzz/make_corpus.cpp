@@ -1,11 +1,13 @@
-// Writes the seed corpora of the loader fuzz targets: `tessera_make_corpus <binary dir> [<json
-// dir>]` saves the fuzz worlds of fuzz_world.hpp (seed-world-<variant>.bin) and, from the largest
+// Writes the seed corpora of the fuzz targets: `tessera_make_corpus <binary dir> [<json dir>
+// [<net dir>]]` saves the fuzz worlds of fuzz_world.hpp (seed-world-<variant>.bin) and, from the largest
 // one, truncated copies (seed-cut-<bytes>.bin), copies with one byte changed
 // (seed-flip-<offset>.bin) and a bad magic number; into <json dir>, the same worlds as JSON text
 // (seed-world-<variant>.json) and, from the largest, copies with one member made wrong
-// (seed-<what>.json). Deterministic: rerunning it rewrites the same files. Built on demand only
+// (seed-<what>.json); into <net dir>, replication messages (net_fuzz_world.hpp) and truncated and
+// flipped copies of the largest. Deterministic: rerunning it rewrites the same files. Built on demand only
 // (`cmake --build <dir> --target tessera_make_corpus`).
 #include "fuzz_world.hpp"
+#include "net_fuzz_world.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -92,11 +94,36 @@ void write_json(const std::filesystem::path& dir) {
     variant("relations-empty", [](json& j) { j["relations"] = json::array(); });
 }
 
+// Replication messages (net_fuzz.cpp): a full state and deltas of each kind, truncated and
+// flipped copies of the largest.
+void write_net(const std::filesystem::path& dir) {
+    netfuzz::setup();
+    const std::vector<std::vector<std::byte>> messages = netfuzz::seed_messages();
+    std::vector<std::byte> largest;
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+        write(dir / ("seed-message-" + std::to_string(i) + ".bin"), messages[i]);
+        if (messages[i].size() > largest.size()) largest = messages[i];
+    }
+    const std::size_t n = largest.size();
+    for (const std::size_t cut : {std::size_t{3}, std::size_t{21}, n / 2, n - 1}) {
+        write(dir / ("seed-cut-" + std::to_string(cut) + ".bin"),
+              std::vector<std::byte>(largest.begin(),
+                                     largest.begin() + static_cast<std::ptrdiff_t>(cut)));
+    }
+    for (const std::size_t at : {std::size_t{4}, std::size_t{12}, std::size_t{20}, n / 2, n - 2}) {
+        std::vector<std::byte> flipped = largest;
+        flipped[at] ^= std::byte{0x5A};
+        write(dir / ("seed-flip-" + std::to_string(at) + ".bin"), flipped);
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 2 && argc != 3) {
-        std::fprintf(stderr, "usage: %s <binary corpus directory> [<json corpus directory>]\n",
+    if (argc < 2 || argc > 4) {
+        std::fprintf(stderr,
+                     "usage: %s <binary corpus directory> [<json corpus directory> [<net corpus "
+                     "directory>]]\n",
                      argv[0]);
         return 2;
     }
@@ -108,6 +135,11 @@ int main(int argc, char** argv) {
         const std::filesystem::path json_dir = argv[2];
         std::filesystem::create_directories(json_dir);
         write_json(json_dir);
+    }
+    if (argc == 4) {
+        const std::filesystem::path net_dir = argv[3];
+        std::filesystem::create_directories(net_dir);
+        write_net(net_dir);
     }
     return 0;
 }

@@ -61,8 +61,10 @@ inline std::uint64_t load_bound(const std::uint64_t& bound) noexcept {
 }
 
 /// One component's values in an archetype (the hooks a row move needs are copied here from the
-/// `ComponentInfo`).
-struct Column {
+/// `ComponentInfo`). Aligned to 16 so that its size (96) stays a multiple a row move indexes
+/// with shifts and adds, as the 80 bytes before `changed_last` did (88 would take a multiply
+/// on the add/remove fast paths).
+struct alignas(16) Column {
     std::byte* data = nullptr;         ///< `capacity * size` bytes
     std::uint64_t* added = nullptr;    ///< per-row added tick; null until tracked
     std::uint64_t* changed = nullptr;  ///< per-row changed tick; null until tracked
@@ -83,6 +85,13 @@ struct Column {
     /// O(1) here instead of writing each row. Rows leaving the table take the larger of the
     /// two; before an older row enters, it is folded into the rows (see `Storage::settle`).
     std::uint64_t stamped = 0;
+    /// A bound on the changed tick of every row (with `stamped`: see `changed_bound`), raised
+    /// by every path that stamps a changed or added tick or brings a row in (`set_changed`,
+    /// `raise_blocks`, `Mut<T>::write`, the transform pass), so that a reader of changes skips
+    /// a column with nothing newer in O(1), before looking at `changed_max`. Like the block
+    /// bounds it may be above every row's (rows left). Mutable: the stamping paths are const
+    /// (they write through the column's arrays). 0 until tracked.
+    mutable std::uint64_t changed_last = 0;
 
     /// Moves the value at `src` into the uninitialised `dst` (a slot of this column), leaving
     /// `src` destroyed.
@@ -101,6 +110,12 @@ struct Column {
     void set_changed(std::uint32_t row, std::uint64_t tick) const noexcept {
         changed[row] = tick;
         raise_bound(changed_max[row / tick_block], tick);
+        raise_bound(changed_last, tick);
+    }
+    /// A bound on every row's changed tick: no row of the column changed after it. O(1).
+    [[nodiscard]] std::uint64_t changed_bound() const noexcept {
+        const std::uint64_t last = load_bound(changed_last);
+        return last > stamped ? last : stamped;
     }
     /// Sets `row`'s added and changed ticks: a new value (tick arrays must exist).
     void set_added(std::uint32_t row, std::uint64_t tick) const noexcept {
@@ -112,6 +127,7 @@ struct Column {
     void raise_blocks(std::size_t first, std::size_t last, std::uint64_t tick) const noexcept {
         for (std::size_t b = first / tick_block; b < tick_blocks(last); ++b)
             raise_bound(changed_max[b], tick);
+        if (first < last) raise_bound(changed_last, tick);
     }
     /// Sets the bounds of the blocks of rows [0, rows) from the rows' ticks (after the row
     /// ticks were written in bulk).
@@ -120,6 +136,7 @@ struct Column {
             const std::uint64_t* t = changed + b * tick_block;
             const std::size_t n = std::min<std::size_t>(tick_block, rows - b * tick_block);
             changed_max[b] = *std::max_element(t, t + n);
+            if (changed_max[b] > changed_last) changed_last = changed_max[b];
         }
     }
 };

@@ -97,7 +97,7 @@ typename term_traits<Term>::pointer term_base([[maybe_unused]] const Column& col
         return a.contains(component_id<typename Tr::component>()) ? &tag : nullptr;
     } else if constexpr (is_mut_term_v<Term>) {
         return {reinterpret_cast<typename Tr::component*>(col.data), col.changed, col.changed_max,
-                tick};
+                tick, &col.changed_last};
     } else {
         return reinterpret_cast<typename Tr::pointer>(col.data);
     }

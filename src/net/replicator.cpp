@@ -1,0 +1,568 @@
+// The server side of replication (net/replicator.hpp): finds what changed after each client's
+// baseline from change ticks, the structural log and the client's visibility log, and writes
+// it in the format of wire.hpp.
+#include "wire.hpp"
+
+#include <tessera/detail/notify.hpp>
+#include <tessera/detail/storage.hpp>
+#include <tessera/error.hpp>
+#include <tessera/net/replicator.hpp>
+#include <tessera/observer.hpp>
+#include <tessera/world.hpp>
+
+#include <algorithm>
+#include <limits>
+#include <new>
+#include <string>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+namespace tessera::net {
+
+using tessera::detail::Archetype;
+using tessera::detail::Column;
+using tessera::detail::Storage;
+
+namespace {
+
+constexpr std::uint64_t never = std::numeric_limits<std::uint64_t>::max();
+
+// A replicated component.
+struct Replicated {
+    ComponentId id;
+    const ComponentInfo* info;
+    wire::Kind kind;
+    std::uint64_t fingerprint;
+};
+
+// A table holding replicated components: which, and their columns there.
+struct Table {
+    std::uint32_t archetype;
+    std::uint64_t present = 0;  // bits of the replicated components it has, tags included
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> columns;  // (bit, column), bit order
+};
+
+// An entity whose structure changed at `tick` (a removal, a despawn, a tag added) or, in a
+// client's visibility log, that entered or left its view.
+struct Event {
+    std::uint64_t tick;
+    Entity e;
+};
+
+struct Client {
+    bool connected = true;
+    std::uint64_t baseline = 0;    // acked tick, 0 none
+    std::uint64_t reset = never;   // baselines before this need a full state (never: one is due)
+    std::uint64_t last_sent = 0;   // tick of the last message made
+    Visibility mode = Visibility::all;
+    std::unordered_set<std::uint64_t> listed;  // whitelist / blacklist (Entity::to_bits)
+    std::vector<Event> vis;                    // entered or left the view, tick order
+    std::size_t sweep_at = 64;                 // list size at which dead entities are swept
+};
+
+[[noreturn]] void fail(const char* op, const std::string& why) {
+    throw Error(errc::invalid_argument, std::string(op) + ": " + why);
+}
+
+}  // namespace
+
+struct Replicator::Impl {
+    World* world;
+    Storage* s;
+    ReplicatorOptions options;
+    std::vector<Replicated> comps;
+    std::vector<ComponentId> ids;                // comps' ids, for components()
+    std::vector<std::int32_t> bit_of;            // by id value: bit, or -1
+    std::vector<Table> tables;
+    std::vector<std::int32_t> table_of;          // by archetype index: into tables, or -1
+    std::size_t seen_archetypes = 0;
+    std::uint64_t epoch = 0;
+    std::vector<Event> log;                      // structural log, tick order
+    std::uint64_t last_logged = 0;
+    bool lost = false;                           // a log entry could not be kept: all full
+    std::vector<Observer> observers;
+    std::vector<Client> clients;
+    std::size_t connected = 0;
+    // Scratch, kept between calls.
+    std::vector<Entity> touched;
+    std::vector<std::uint64_t> exact;            // (table << 32 | row) sent whole, sorted
+    std::vector<const Column*> active;
+    std::vector<std::uint32_t> active_bits;
+
+    Impl(World& w, ReplicatorOptions o) : world(&w), s(&w.storage()), options(o) {}
+
+    Client& client(ClientId c, const char* op) {
+        if (c.value >= clients.size() || !clients[c.value].connected)
+            fail(op, "unknown client " + std::to_string(c.value));
+        return clients[c.value];
+    }
+
+    void note(Entity e) noexcept {
+        // Ticks in the log never go back (a schedule's systems stamp their own), so it stays
+        // sorted; a later tick than the event's only resends it.
+        const std::uint64_t t = std::max(s->tick(), last_logged);
+        try {
+            log.push_back({t, e});
+            last_logged = t;
+        } catch (const std::bad_alloc&) {
+            lost = true;  // every client gets a full state next: nothing is missed
+        }
+    }
+
+    // ---- tables ----
+    void add_table(const Archetype& a) {
+        Table t{a.index, 0, {}};
+        for (const ComponentId id : a.ids) {
+            if (id.value >= bit_of.size() || bit_of[id.value] < 0) continue;
+            const auto bit = static_cast<std::uint32_t>(bit_of[id.value]);
+            t.present |= std::uint64_t{1} << bit;
+            if (!comps[bit].info->is_tag())
+                t.columns.emplace_back(bit, static_cast<std::uint32_t>(a.column_index(id)));
+        }
+        if (t.present == 0) return;
+        std::sort(t.columns.begin(), t.columns.end());
+        if (table_of.size() <= a.index) table_of.resize(a.index + 1, -1);
+        table_of[a.index] = static_cast<std::int32_t>(tables.size());
+        tables.push_back(std::move(t));
+    }
+    void rebuild_tables() {
+        tables.clear();
+        table_of.clear();
+        seen_archetypes = 0;
+        epoch = s->layout_epoch();
+        refresh_tables();
+    }
+    void refresh_tables() {
+        if (epoch != s->layout_epoch()) {  // restore or load: archetype indices changed
+            force_full_all();
+            rebuild_tables();
+            return;
+        }
+        const std::size_t end = s->archetype_end();
+        for (std::size_t i = seen_archetypes; i < end; ++i)
+            add_table(s->archetype(static_cast<std::uint32_t>(i)));
+        seen_archetypes = end;
+        if (table_of.size() < end) table_of.resize(end, -1);
+    }
+    [[nodiscard]] const Table* table_at(std::uint32_t archetype) const noexcept {
+        if (archetype >= table_of.size() || table_of[archetype] < 0) return nullptr;
+        return &tables[static_cast<std::size_t>(table_of[archetype])];
+    }
+
+    void force_full_all() noexcept {
+        for (Client& c : clients) c.reset = never;
+        log.clear();
+    }
+
+    // ---- visibility ----
+    static bool visible(const Client& c, Entity e) {
+        if (c.mode == Visibility::all) return true;
+        const bool listed = c.listed.count(e.to_bits()) != 0;
+        return c.mode == Visibility::whitelist ? listed : !listed;
+    }
+
+    // ---- writing ----
+    void write_header(wire::Writer& w, std::uint64_t tick, std::uint64_t baseline) const {
+        w.bytes(wire::magic, 3);
+        w.u8(wire::version);
+        w.u64(tick);
+        w.u64(baseline);
+        w.varint(comps.size());
+        for (const Replicated& r : comps) {
+            w.text(r.info->name);
+            w.u8(static_cast<std::uint8_t>(r.kind));
+            w.varint(r.info->size);
+            w.u64(r.fingerprint);
+        }
+    }
+    // The whole entity at `row` of `a` (table `t`).
+    void write_exact(wire::Writer& w, const Table& t, const Archetype& a, std::uint32_t row) const {
+        w.entity(a.entities[row]);
+        w.varint(t.present << 1 | 1);
+        for (const auto& [bit, column] : t.columns) {
+            const Column& col = a.columns[column];
+            wire::write_value(w, *comps[bit].info, comps[bit].kind,
+                              col.data + std::size_t{row} * col.size);
+        }
+    }
+
+    std::uint32_t write_full(wire::Writer& w, Client& c) {
+        std::uint32_t records = 0;
+        if (c.mode == Visibility::blacklist) sweep(c);
+        if (c.mode == Visibility::whitelist) {
+            // Only the listed entities: O(list), and the dead ones leave it.
+            for (auto it = c.listed.begin(); it != c.listed.end();) {
+                const Entity e = Entity::from_bits(*it);
+                const tessera::detail::EntityRecord* r = s->try_record(e);
+                if (r == nullptr) {
+                    it = c.listed.erase(it);
+                    continue;
+                }
+                ++it;
+                if (const Table* t = table_at(r->archetype)) {
+                    write_exact(w, *t, s->archetype(r->archetype), r->row);
+                    ++records;
+                }
+            }
+            return records;
+        }
+        for (const Table& t : tables) {
+            const Archetype& a = s->archetype(t.archetype);
+            for (std::uint32_t row = 0; row < a.size; ++row) {
+                if (!visible(c, a.entities[row])) continue;
+                write_exact(w, t, a, row);
+                ++records;
+            }
+        }
+        return records;
+    }
+
+    // Despawns and whole entities for the structural and visibility events after `base`.
+    std::uint32_t write_events(wire::Writer& w, Client& c, std::uint64_t base,
+                               std::uint32_t& despawns) {
+        touched.clear();
+        exact.clear();
+        const auto after = [base](const Event& ev) { return ev.tick <= base; };
+        for (auto it = std::partition_point(log.begin(), log.end(), after); it != log.end(); ++it)
+            touched.push_back(it->e);
+        for (auto it = std::partition_point(c.vis.begin(), c.vis.end(), after); it != c.vis.end();
+             ++it)
+            touched.push_back(it->e);
+        if (touched.empty()) return 0;
+        std::sort(touched.begin(), touched.end());
+        touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+        // Despawns first (their section comes first), then the entities sent whole.
+        for (const Entity e : touched) {
+            const tessera::detail::EntityRecord* r = s->try_record(e);
+            if (r == nullptr) c.listed.erase(e.to_bits());  // dead for good
+            if (r == nullptr || table_at(r->archetype) == nullptr || !visible(c, e)) {
+                w.entity(e);
+                ++despawns;
+            }
+        }
+        return static_cast<std::uint32_t>(touched.size()) - despawns;
+    }
+    std::uint32_t write_touched(wire::Writer& w, const Client& c) {
+        std::uint32_t records = 0;
+        for (const Entity e : touched) {
+            const tessera::detail::EntityRecord* r = s->try_record(e);
+            if (r == nullptr || !visible(c, e)) continue;
+            const Table* t = table_at(r->archetype);
+            if (t == nullptr) continue;
+            write_exact(w, *t, s->archetype(r->archetype), r->row);
+            exact.push_back(std::uint64_t{static_cast<std::uint32_t>(t - tables.data())} << 32 |
+                            r->row);
+            ++records;
+        }
+        std::sort(exact.begin(), exact.end());
+        return records;
+    }
+
+    // Every row with a replicated value changed after `base`, but those sent whole.
+    std::uint32_t write_changes(wire::Writer& w, const Client& c, std::uint64_t base) {
+        std::uint32_t records = 0;
+        auto skip = exact.begin();
+        for (std::size_t ti = 0; ti < tables.size(); ++ti) {
+            const Table& t = tables[ti];
+            const Archetype& a = s->archetype(t.archetype);
+            if (a.size == 0) continue;
+            active.clear();
+            active_bits.clear();
+            for (const auto& [bit, column] : t.columns) {
+                const Column& col = a.columns[column];
+                if (col.changed != nullptr && col.changed_bound() > base) {  // O(1) per column
+                    active.push_back(&col);
+                    active_bits.push_back(bit);
+                }
+            }
+            if (active.empty()) continue;
+            const std::uint64_t table_key = std::uint64_t{static_cast<std::uint32_t>(ti)} << 32;
+            const std::size_t blocks = tessera::detail::tick_blocks(a.size);
+            for (std::size_t b = 0; b < blocks; ++b) {
+                bool any = false;
+                for (const Column* col : active) {
+                    any = any || col->stamped > base ||
+                          tessera::detail::load_bound(col->changed_max[b]) > base;
+                }
+                if (!any) continue;
+                const auto first = static_cast<std::uint32_t>(b * tessera::detail::tick_block);
+                const std::uint32_t last =
+                    std::min<std::uint32_t>(a.size, first + tessera::detail::tick_block);
+                for (std::uint32_t row = first; row < last; ++row) {
+                    std::uint64_t mask = 0;
+                    for (std::size_t k = 0; k < active.size(); ++k) {
+                        if (active[k]->changed_at(row) > base)
+                            mask |= std::uint64_t{1} << active_bits[k];
+                    }
+                    if (mask == 0) continue;
+                    const std::uint64_t key = table_key | row;
+                    while (skip != exact.end() && *skip < key) ++skip;
+                    if (skip != exact.end() && *skip == key) continue;  // sent whole
+                    const Entity e = a.entities[row];
+                    if (!visible(c, e)) continue;
+                    w.entity(e);
+                    w.varint(mask << 1);
+                    for (std::size_t k = 0; k < active.size(); ++k) {
+                        if ((mask >> active_bits[k] & 1) == 0) continue;
+                        const Replicated& rc = comps[active_bits[k]];
+                        wire::write_value(w, *rc.info, rc.kind,
+                                          active[k]->data + std::size_t{row} * active[k]->size);
+                    }
+                    ++records;
+                }
+            }
+        }
+        return records;
+    }
+
+    void build(Client& c, std::vector<std::byte>& out) {
+        const std::uint64_t now = s->tick();
+        const bool full = c.baseline == 0 || c.baseline < c.reset || c.reset == never ||
+                          now - c.baseline > options.max_lag;
+        const std::uint64_t base = full ? 0 : c.baseline;
+        out.clear();
+        wire::Writer w(out);
+        write_header(w, now, base);
+        const std::size_t despawn_at = w.size();
+        w.u32(0);
+        std::uint32_t despawns = 0;
+        std::uint32_t records = 0;
+        std::size_t records_at = 0;
+        if (full) {
+            records_at = w.size();
+            w.u32(0);
+            records = write_full(w, c);
+            c.vis.clear();
+            c.reset = now;
+        } else {
+            const std::uint32_t whole = write_events(w, c, base, despawns);
+            records_at = w.size();
+            w.u32(0);
+            if (whole != 0) records += write_touched(w, c);
+            records += write_changes(w, c, base);
+        }
+        w.patch_u32(despawn_at, despawns);
+        w.patch_u32(records_at, records);
+        c.last_sent = now;
+    }
+
+    // Drops what no client can need: log entries at or before every client's pin (its
+    // baseline, or the tick of the full state it was sent and may acknowledge), and everything
+    // older than max_lag ticks (such clients get a full state).
+    void trim() {
+        const std::uint64_t now = s->tick();
+        const std::uint64_t floor = now > options.max_lag ? now - options.max_lag : 0;
+        std::uint64_t keep_after = now;
+        for (Client& c : clients) {
+            if (!c.connected) continue;
+            if (c.listed.size() > c.sweep_at) sweep(c);
+            if (c.reset == never) {  // a full state is due: the view's history is not needed
+                c.vis.clear();
+                continue;
+            }
+            const std::uint64_t pin = std::max({c.baseline, c.reset, floor});
+            keep_after = std::min(keep_after, pin);
+            const auto gone = std::partition_point(c.vis.begin(), c.vis.end(),
+                                                   [&](const Event& ev) { return ev.tick <= pin; });
+            c.vis.erase(c.vis.begin(), gone);
+        }
+        const auto gone = std::partition_point(log.begin(), log.end(), [&](const Event& ev) {
+            return ev.tick <= keep_after;
+        });
+        log.erase(log.begin(), gone);
+    }
+
+    // Drops dead entities from `c`'s list (entities that never had a replicated component
+    // leave no log entry): amortised O(1) per show/hide.
+    void sweep(Client& c) const {
+        for (auto it = c.listed.begin(); it != c.listed.end();) {
+            if (s->try_record(Entity::from_bits(*it)) == nullptr)
+                it = c.listed.erase(it);
+            else
+                ++it;
+        }
+        c.sweep_at = std::max<std::size_t>(64, 2 * c.listed.size());
+    }
+
+    void replicate(std::span<const ComponentId> add) {
+        constexpr const char* op = "Replicator::replicate";
+        std::vector<const ComponentInfo*> infos;
+        for (const ComponentId id : add) {
+            const ComponentInfo& info = s->ensure_component(id);
+            const std::string name(info.name);
+            if (info.reserved || s->reserved(id))
+                fail(op, name + " is a relation's component: relations are not replicated");
+            if (!info.is_tag()) {
+                if (!info.track_changes)
+                    fail(op, name + " has track_changes = false: replication reads its change "
+                                    "ticks");
+                if (info.schema == nullptr && !info.trivially_copyable)
+                    fail(op, name + " is neither trivially copyable nor described with "
+                                    "TESSERA_REFLECT");
+                if (info.schema != nullptr && !info.schema->flat && !info.constructible())
+                    fail(op, name + " is not default constructible");
+                if (info.schema != nullptr && has_str(*info.schema))
+                    fail(op, name + " has a ts::StringId (str) field, an id in one world's "
+                                    "string table: use a std::string field");
+            }
+            if (id.value < bit_of.size() && bit_of[id.value] >= 0) continue;
+            if (std::find(infos.begin(), infos.end(), &info) != infos.end()) continue;
+            infos.push_back(&info);
+        }
+        if (comps.size() + infos.size() > wire::max_components) {
+            throw Error(errc::limit_exceeded, std::string(op) + ": at most " +
+                                                  std::to_string(wire::max_components) +
+                                                  " replicated components");
+        }
+        if (infos.empty()) return;
+        // Observers first (they may throw); then the state, which can't fail past reserve.
+        std::vector<Observer> made;
+        for (const ComponentInfo* info : infos) {
+            made.push_back(subscribe(tessera::Event::remove, info->id));
+            if (info->is_tag()) made.push_back(subscribe(tessera::Event::add, info->id));
+        }
+        for (const ComponentInfo* info : infos) {
+            if (!info->is_tag()) s->track(info->id);
+        }
+        observers.reserve(observers.size() + made.size());
+        comps.reserve(comps.size() + infos.size());
+        ids.reserve(ids.size() + infos.size());
+        for (Observer& o : made) observers.push_back(std::move(o));
+        for (const ComponentInfo* info : infos) {
+            if (bit_of.size() <= info->id.value) bit_of.resize(info->id.value + 1, -1);
+            bit_of[info->id.value] = static_cast<std::int32_t>(comps.size());
+            comps.push_back({info->id, info, wire::kind_of(*info), wire::fingerprint(*info)});
+            ids.push_back(info->id);
+        }
+        rebuild_tables();
+        force_full_all();  // existing values and tags were never logged
+    }
+
+    static bool has_str(const Schema& schema) noexcept {
+        for (const FieldInfo& f : schema.fields) {
+            if (f.type == Field::str) return true;
+            if (f.type == Field::record && has_str(*f.schema)) return true;
+        }
+        return false;
+    }
+
+    Observer subscribe(tessera::Event kind, ComponentId id) {
+        tessera::detail::ObserverCallback cb;
+        cb.ctx = this;
+        cb.invoke = [](void* ctx, World&, Entity e, void*) { static_cast<Impl*>(ctx)->note(e); };
+        cb.destroy = [](void*, std::pmr::memory_resource*) noexcept {};
+        const std::uint64_t sub = tessera::detail::subscribe(*s, kind, id, cb);
+        return Observer(tessera::detail::registry_of(*s), sub);
+    }
+};
+
+Replicator::Replicator(World& world, ReplicatorOptions options)
+    : impl_(std::make_unique<Impl>(world, options)) {
+    impl_->epoch = impl_->s->layout_epoch();
+}
+Replicator::~Replicator() = default;
+Replicator::Replicator(Replicator&&) noexcept = default;
+Replicator& Replicator::operator=(Replicator&&) noexcept = default;
+
+void Replicator::replicate_ids(std::span<const ComponentId> ids) {
+    impl_->replicate(ids);
+}
+
+ClientId Replicator::connect() {
+    impl_->clients.emplace_back();
+    ++impl_->connected;
+    return ClientId{static_cast<std::uint32_t>(impl_->clients.size() - 1)};
+}
+
+void Replicator::disconnect(ClientId c) {
+    Client& cl = impl_->client(c, "Replicator::disconnect");
+    cl = Client{};
+    cl.connected = false;
+    --impl_->connected;
+    impl_->trim();
+}
+
+std::vector<std::byte> Replicator::delta(ClientId c) {
+    std::vector<std::byte> out;
+    delta(c, out);
+    return out;
+}
+
+void Replicator::delta(ClientId c, std::vector<std::byte>& out) {
+    constexpr const char* op = "Replicator::delta";
+    Impl& m = *impl_;
+    Client& cl = m.client(c, op);
+    tessera::detail::check_quiet(*m.s, op);
+    m.refresh_tables();
+    if (m.lost) {
+        m.force_full_all();
+        m.lost = false;
+    }
+    m.build(cl, out);
+    m.world->advance_tick();
+    m.trim();
+}
+
+void Replicator::ack(ClientId c, std::uint64_t tick) {
+    constexpr const char* op = "Replicator::ack";
+    Client& cl = impl_->client(c, op);
+    if (tick > cl.last_sent)
+        fail(op, "tick " + std::to_string(tick) + " is later than the last message made for "
+                                                  "client " +
+                     std::to_string(c.value) + " (tick " + std::to_string(cl.last_sent) + ")");
+    if (tick > cl.baseline) cl.baseline = tick;
+    impl_->trim();
+}
+
+void Replicator::set_visibility(ClientId c, Visibility v) {
+    Client& cl = impl_->client(c, "Replicator::set_visibility");
+    cl.mode = v;
+    cl.listed.clear();
+    cl.vis.clear();
+    cl.reset = never;
+}
+
+namespace {
+void change_view(Replicator::Impl& m, Client& cl, Entity e, bool show, const char* op) {
+    if (cl.mode == Visibility::all)
+        fail(op, "the client sees every entity (Visibility::all): set_visibility to whitelist "
+                 "or blacklist first");
+    const bool add = (cl.mode == Visibility::whitelist) == show;
+    cl.vis.reserve(cl.vis.size() + 1);
+    const bool changed = add ? cl.listed.insert(e.to_bits()).second : cl.listed.erase(e.to_bits()) != 0;
+    const std::uint64_t t = std::max(m.s->tick(), cl.vis.empty() ? 0 : cl.vis.back().tick);
+    if (changed) cl.vis.push_back({t, e});
+}
+}  // namespace
+
+void Replicator::show(ClientId c, Entity e) {
+    change_view(*impl_, impl_->client(c, "Replicator::show"), e, true, "Replicator::show");
+}
+
+void Replicator::hide(ClientId c, Entity e) {
+    change_view(*impl_, impl_->client(c, "Replicator::hide"), e, false, "Replicator::hide");
+}
+
+std::uint64_t Replicator::baseline(ClientId c) const {
+    return impl_->client(c, "Replicator::baseline").baseline;
+}
+
+std::size_t Replicator::client_count() const noexcept {
+    return impl_->connected;
+}
+
+std::size_t Replicator::log_size() const noexcept {
+    return impl_->log.size();
+}
+
+std::size_t Replicator::client_state_size(ClientId c) const {
+    const Client& cl = impl_->client(c, "Replicator::client_state_size");
+    return cl.vis.size() + cl.listed.size();
+}
+
+std::span<const ComponentId> Replicator::components() const noexcept {
+    return impl_->ids;
+}
+
+}  // namespace tessera::net
