@@ -25,13 +25,14 @@ public:
     /// `on` false: every message is delivered at once, as it came.
     Chaos(bool on, std::uint64_t seed) : on_(on), state_(seed * 0x9E3779B97F4A7C15ull + 1) {}
 
-    /// Feeds one received message; calls `deliver(std::span<const std::byte>)` for what comes
-    /// out now: none, it, and/or earlier messages whose turn came.
+    /// Feeds one received message from sender `from`; calls `deliver(from, bytes)` for what
+    /// comes out now: none, it, and/or earlier messages (with their own senders) whose turn
+    /// came.
     template <class F>
-    void feed(std::span<const std::byte> bytes, F&& deliver) {
+    void feed(std::uint32_t from, std::span<const std::byte> bytes, F&& deliver) {
         ++counts_.fed;
         if (!on_) {
-            deliver(bytes);
+            deliver(from, bytes);
             return;
         }
         const std::uint32_t roll = next() % 100;
@@ -40,13 +41,13 @@ public:
             ++counts_.dropped;
         } else if (roll < 30) {
             ++counts_.duplicated;
-            deliver(bytes);
+            deliver(from, bytes);
             keep = true;
         } else if (roll < 45) {
             ++counts_.reordered;
             keep = true;
         } else {
-            deliver(bytes);
+            deliver(from, bytes);
         }
         // The held messages whose turn came, after the newer one: out of order.
         for (std::size_t i = 0; i < held_.size();) {
@@ -54,20 +55,21 @@ public:
                 const Held h = std::move(held_[i]);
                 held_[i] = std::move(held_.back());
                 held_.pop_back();
-                deliver(std::span<const std::byte>(h.bytes));
+                deliver(h.from, std::span<const std::byte>(h.bytes));
             } else {
                 ++i;
             }
         }
         if (keep)
             held_.push_back(
-                Held{std::vector<std::byte>(bytes.begin(), bytes.end()), 1 + next() % 3});
+                Held{from, std::vector<std::byte>(bytes.begin(), bytes.end()), 1 + next() % 3});
     }
 
     [[nodiscard]] const Counts& counts() const noexcept { return counts_; }
 
 private:
     struct Held {
+        std::uint32_t from = 0;
         std::vector<std::byte> bytes;
         std::uint32_t wait = 0;  ///< messages to go by first
     };

@@ -411,7 +411,7 @@ public:
             static_cast<unsigned long long>(s.bytes_sent), kib_per_s(s.bytes_sent, start_),
             static_cast<unsigned long long>(s.wire_bytes_sent));
         if (o_.chaos) print_chaos("server", chaos_.counts());
-        return ok_;
+        return ok_ && refused_acks_ == 0;
     }
 
     static void print_chaos(const char* who, const netarena::Chaos::Counts& c) {
@@ -522,8 +522,10 @@ private:
                 }
                 case net::EnetEvent::Kind::received:
                     if (e.channel != net::Channel::ack) break;
-                    chaos_.feed(e.bytes,
-                                [&](std::span<const std::byte> bytes) { on_ack(e.peer, bytes); });
+                    chaos_.feed(e.peer.value, e.bytes,
+                                [&](std::uint32_t from, std::span<const std::byte> bytes) {
+                                    on_ack(net::PeerId{from}, bytes);
+                                });
                     break;
             }
         });
@@ -543,9 +545,15 @@ private:
         const std::optional<Ack> a = decode_ack(bytes);
         if (it == clients_.end() || !a) return;
         if (a->tick <= it->acked) return;  // late or repeated: we know better already
+        try {
+            rep_.ack(it->id, a->tick);
+        } catch (const ts::Error& err) {  // a client can send anything: refuse it, go on
+            ++refused_acks_;
+            std::fprintf(stderr, "server: an ack was refused: %s\n", err.what());
+            return;
+        }
         it->acked = a->tick;
         it->last = *a;
-        rep_.ack(it->id, a->tick);
     }
 
     std::vector<Client>::iterator find(net::PeerId peer) {
@@ -560,6 +568,7 @@ private:
     ServerHasher hasher_;
     netarena::Chaos chaos_;
     std::vector<Client> clients_;
+    std::uint64_t refused_acks_ = 0;
     bool ok_ = true;
     Clock::time_point start_ = Clock::now();
 #ifdef TESSERA_NETARENA_INSPECT
@@ -639,7 +648,9 @@ int run_client(const Options& o) {
             if (e.kind == net::EnetEvent::Kind::disconnected) {
                 gone = true;
             } else if (e.channel == net::Channel::delta) {
-                chaos.feed(e.bytes, on_delta);
+                chaos.feed(0, e.bytes, [&](std::uint32_t, std::span<const std::byte> bytes) {
+                    on_delta(bytes);
+                });
             } else if (e.channel == net::Channel::control) {
                 on_control(e.bytes);  // reliable: the shim leaves it alone
             }
