@@ -23,7 +23,6 @@
 #include <tessera/inspect.hpp>
 #endif
 
-#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,6 +31,7 @@
 #include <array>
 #include <charconv>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -384,10 +384,13 @@ public:
         std::uint32_t checkpoints = 0;
         for (std::uint32_t frame = 1; frame <= o_.frames; ++frame) {
             battle_.step();
+            // The frame's state: every delta made from here on holds it (each delta() then
+            // advances the tick, with nothing replicated changing until the next step).
+            const std::uint64_t tick = battle_.world().tick();
             send_deltas();
             const bool checkpoint = frame % o_.checkpoint_every == 0 || frame == o_.frames;
             if (checkpoint) {
-                if (!run_checkpoint(frame, deadline)) return false;
+                if (!run_checkpoint(frame, tick, deadline)) return false;
                 ++checkpoints;
             }
             next += frame_time;
@@ -405,7 +408,7 @@ public:
         while (!clients_.empty() && Clock::now() < end) service(5ms);
         const net::EnetStats s = transport_.stats();
         std::printf(
-            "server: %u checkpoints, %s; %llu delta bytes sent (%.1f KiB/s), %llu on the "
+            "server: %u checkpoints, %s; %llu bytes sent (%.1f KiB/s), %llu on the "
             "wire\n",
             checkpoints, ok_ ? "all equal" : "MISMATCH",
             static_cast<unsigned long long>(s.bytes_sent), kib_per_s(s.bytes_sent, start_),
@@ -448,9 +451,8 @@ private:
         }
     }
 
-    // Stops the world at this tick and sends until every client acknowledged it.
-    bool run_checkpoint(std::uint32_t frame, Clock::time_point deadline) {
-        const std::uint64_t tick = battle_.world().tick();
+    // Keeps the world as it is at `tick` and sends until every client acknowledged it.
+    bool run_checkpoint(std::uint32_t frame, std::uint64_t tick, Clock::time_point deadline) {
         const StateHash mine = hasher_();
         auto all_acked = [&] {
             return std::all_of(clients_.begin(), clients_.end(),
@@ -657,7 +659,7 @@ int run_client(const Options& o) {
         });
     }
     const bool complete = expected && *expected == checkpoints && checkpoints > 0;
-    std::printf("%s: %u checkpoints %s, %llu delta bytes received (%.1f KiB/s)\n", me.c_str(),
+    std::printf("%s: %u checkpoints %s, %llu bytes received (%.1f KiB/s)\n", me.c_str(),
                 checkpoints, ok && complete ? "all equal" : "FAILED",
                 static_cast<unsigned long long>(transport.stats().bytes_received),
                 kib_per_s(transport.stats().bytes_received, start));
@@ -678,6 +680,7 @@ pid_t spawn_client(const Options& o, std::uint16_t port, int id) {
                                      "--seed",    std::to_string(o.seed)};
     if (o.chaos) args.emplace_back("--chaos");
     std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     pid_t pid = 0;
