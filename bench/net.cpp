@@ -196,11 +196,23 @@ void net_apply_tessera(benchmark::State& state) {
 }
 
 BENCHMARK(net_delta_raw)->Name("net_delta/raw")->Apply(steady)->Unit(benchmark::kMicrosecond);
-BENCHMARK(net_delta_1pct)->Name("net_delta/tessera")->Apply(steady_manual)->Unit(benchmark::kMicrosecond);
-BENCHMARK(net_delta_0_1pct)->Name("net_delta/tessera_0_1pct")->Apply(steady_manual)->Unit(benchmark::kMicrosecond);
-BENCHMARK(net_delta_0pct)->Name("net_delta/tessera_0pct")->Apply(steady_manual)->Unit(benchmark::kMicrosecond);
+BENCHMARK(net_delta_1pct)
+    ->Name("net_delta/tessera")
+    ->Apply(steady_manual)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(net_delta_0_1pct)
+    ->Name("net_delta/tessera_0_1pct")
+    ->Apply(steady_manual)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(net_delta_0pct)
+    ->Name("net_delta/tessera_0pct")
+    ->Apply(steady_manual)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(net_apply_raw)->Name("net_apply/raw")->Apply(steady)->Unit(benchmark::kMicrosecond);
-BENCHMARK(net_apply_tessera)->Name("net_apply/tessera")->Apply(steady_manual)->Unit(benchmark::kMicrosecond);
+BENCHMARK(net_apply_tessera)
+    ->Name("net_apply/tessera")
+    ->Apply(steady_manual)
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace tessera_bench

@@ -11,8 +11,8 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
-#include <memory>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <set>
@@ -103,7 +103,8 @@ std::string describe(const State& s) {
         const ts::Entity e = ts::Entity::from_bits(bits);
         out += std::to_string(e.index) + ":" + std::to_string(e.generation) + " [";
         if (r.pos) out += " pos(" + std::to_string(r.pos->x) + "," + std::to_string(r.pos->y) + ")";
-        if (r.vel) out += " vel(" + std::to_string(r.vel->dx) + "," + std::to_string(r.vel->dy) + ")";
+        if (r.vel)
+            out += " vel(" + std::to_string(r.vel->dx) + "," + std::to_string(r.vel->dy) + ")";
         if (r.frozen) out += " frozen";
         if (r.label) out += " label(" + r.label->text + "," + std::to_string(r.label->level) + ")";
         out += " ]\n";
@@ -433,9 +434,9 @@ TEST(Net, HostileMessagesAreRefusedAndChangeNothing) {
     };
     // The fingerprints the server sent, read back from its message (after the header).
     auto fingerprint_of = [&](const std::string& name) {
-        const auto at = std::search(full.begin(), full.end(),
-                                    reinterpret_cast<const std::byte*>(name.data()),
-                                    reinterpret_cast<const std::byte*>(name.data()) + name.size());
+        const auto at =
+            std::search(full.begin(), full.end(), reinterpret_cast<const std::byte*>(name.data()),
+                        reinterpret_cast<const std::byte*>(name.data()) + name.size());
         std::uint64_t fp;
         std::size_t off = static_cast<std::size_t>(at - full.begin()) + name.size() + 1;
         while ((static_cast<std::uint8_t>(full[off]) & 0x80) != 0) ++off;
@@ -584,8 +585,8 @@ TEST(Net, HostileMessagesAreRefusedAndChangeNothing) {
         Forge f;
         f.header(5, 0);
         f.varint(1);
-        component(f, std::string(ts::component_info<net::Replica>().name), 1,
-                  sizeof(net::Replica), 0);
+        component(f, std::string(ts::component_info<net::Replica>().name), 1, sizeof(net::Replica),
+                  0);
         f.u32(0);
         f.u32(0);
         refused(f.b, "Replica itself");
@@ -627,7 +628,9 @@ struct Link {
 TEST(Net, ModelRandomChangesOverLossyLinksConverge) {
     std::mt19937 rng(20261206);
     auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
-    auto pick = [&](std::size_t n) { return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng); };
+    auto pick = [&](std::size_t n) {
+        return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);
+    };
 
     ts::World server;
     constexpr std::uint64_t max_lag = 64;
@@ -676,34 +679,35 @@ TEST(Net, ModelRandomChangesOverLossyLinksConverge) {
         const std::size_t i = pick(alive.size());
         const ts::Entity e = alive[i];
         switch (op) {
-        case 1:
-            server.despawn(e);
-            alive[i] = alive.back();
-            alive.pop_back();
-            break;
-        case 2: server.add(e, Pos{float(pick(100)), 2}); break;
-        case 3: server.add<Frozen>(e); break;
-        case 4: server.remove<Pos>(e); break;
-        case 5: server.remove<Frozen>(e); break;
-        case 6: server.remove<Label, Vel>(e); break;
-        case 7:
-            if (server.has<Vel>(e)) server.set(e, Vel{int(pick(100)), 3});
-            break;
-        case 8:
-            if (server.has<Label>(e)) server.get_mut<Label>(e).text += "x";
-            break;
-        default:
-            if (chance(0.1)) {
-                server.each([](Pos& p) { p.y += 1; });  // stamps whole columns
-            } else {
-                server.query<ts::Mut<Vel>>().each([&](ts::Mut<Vel> v) {
-                    if (pick(8) == 0) v.write().dy += 1;
-                });
-            }
+            case 1:
+                server.despawn(e);
+                alive[i] = alive.back();
+                alive.pop_back();
+                break;
+            case 2: server.add(e, Pos{float(pick(100)), 2}); break;
+            case 3: server.add<Frozen>(e); break;
+            case 4: server.remove<Pos>(e); break;
+            case 5: server.remove<Frozen>(e); break;
+            case 6: server.remove<Label, Vel>(e); break;
+            case 7:
+                if (server.has<Vel>(e)) server.set(e, Vel{int(pick(100)), 3});
+                break;
+            case 8:
+                if (server.has<Label>(e)) server.get_mut<Label>(e).text += "x";
+                break;
+            default:
+                if (chance(0.1)) {
+                    server.each([](Pos& p) { p.y += 1; });  // stamps whole columns
+                } else {
+                    server.query<ts::Mut<Vel>>().each([&](ts::Mut<Vel> v) {
+                        if (pick(8) == 0) v.write().dy += 1;
+                    });
+                }
         }
     };
     auto deliver = [&](Peer& p, const Link& l, bool everything) {
-        if (!everything && chance(l.reorder)) std::shuffle(p.in_flight.begin(), p.in_flight.end(), rng);
+        if (!everything && chance(l.reorder))
+            std::shuffle(p.in_flight.begin(), p.in_flight.end(), rng);
         std::vector<std::vector<std::byte>> later;
         for (std::vector<std::byte>& m : p.in_flight) {
             if (!everything && chance(0.3)) {  // still on its way
@@ -726,12 +730,16 @@ TEST(Net, ModelRandomChangesOverLossyLinksConverge) {
                 const ts::Entity e = alive[pick(alive.size())];
                 if (chance(0.5)) {
                     rep.show(p.id, e);
-                    if (l.view == net::Visibility::whitelist) p.listed.insert(e.to_bits());
-                    else p.listed.erase(e.to_bits());
+                    if (l.view == net::Visibility::whitelist)
+                        p.listed.insert(e.to_bits());
+                    else
+                        p.listed.erase(e.to_bits());
                 } else {
                     rep.hide(p.id, e);
-                    if (l.view == net::Visibility::whitelist) p.listed.erase(e.to_bits());
-                    else p.listed.insert(e.to_bits());
+                    if (l.view == net::Visibility::whitelist)
+                        p.listed.erase(e.to_bits());
+                    else
+                        p.listed.insert(e.to_bits());
                 }
             }
             std::vector<std::byte> m = rep.delta(p.id);
@@ -751,8 +759,10 @@ TEST(Net, ModelRandomChangesOverLossyLinksConverge) {
             // Dead entities leave the test's lists as the replicator drops them.
             for (auto& p : peers) {
                 for (auto it = p->listed.begin(); it != p->listed.end();) {
-                    if (!server.is_alive(ts::Entity::from_bits(*it))) it = p->listed.erase(it);
-                    else ++it;
+                    if (!server.is_alive(ts::Entity::from_bits(*it)))
+                        it = p->listed.erase(it);
+                    else
+                        ++it;
                 }
             }
         }

@@ -9,6 +9,7 @@
 #include <tessera/world.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -34,7 +35,12 @@ struct Record {
     std::uint64_t mask;
     bool exact;
     std::size_t values;  // offset of its first value
+    // Set while applying: the local entity, and the components written in place.
+    Entity local;
+    std::uint64_t in_place;
 };
+
+constexpr std::uint64_t empty_slot = ~std::uint64_t{0};  // no entity has these bits (index)
 
 }  // namespace
 
@@ -47,7 +53,8 @@ struct Mirror::Impl {
     std::vector<Resolved> comps;
     std::vector<Entity> despawns;
     std::vector<Record> records;
-    std::vector<std::uint64_t> seen;
+    std::vector<std::uint64_t> seen;  // an open-addressing set of the message's entities
+    std::uint32_t seen_shift = 64;
 
     explicit Impl(World& w) : world(&w), s(&w.storage()) {}
 
@@ -98,9 +105,11 @@ struct Mirror::Impl {
     void check_records(Reader& r) {
         const std::uint32_t nd = r.count(r.u32("the despawn count"), 2, "despawns");
         despawns.clear();
+        despawns.reserve(nd);
         for (std::uint32_t i = 0; i < nd; ++i) despawns.push_back(r.entity("a despawn"));
         const std::uint32_t nr = r.count(r.u32("the record count"), 3, "records");
         records.clear();
+        records.reserve(nr);
         const std::uint64_t all =
             comps.size() == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << comps.size()) - 1;
         for (std::uint32_t i = 0; i < nr; ++i) {
@@ -121,28 +130,62 @@ struct Mirror::Impl {
             }
             records.push_back(rec);
         }
-        if (r.left() != 0)
-            Reader::fail(std::to_string(r.left()) + " bytes after the last record");
+        if (r.left() != 0) Reader::fail(std::to_string(r.left()) + " bytes after the last record");
         // Each entity once: a despawn and a record of one entity, or two records, are forged.
-        seen.clear();
-        seen.reserve(despawns.size() + records.size());
-        for (const Entity e : despawns) seen.push_back(e.to_bits());
-        for (const Record& rec : records) seen.push_back(rec.remote.to_bits());
-        std::sort(seen.begin(), seen.end());
-        if (const auto dup = std::adjacent_find(seen.begin(), seen.end()); dup != seen.end()) {
-            const Entity e = Entity::from_bits(*dup);
-            Reader::fail("entity " + std::to_string(e.index) + ":" +
-                         std::to_string(e.generation) + " appears twice");
+        std::size_t slots = 16;
+        while (slots < 2 * (despawns.size() + records.size())) slots *= 2;
+        seen.assign(slots, empty_slot);
+        seen_shift = static_cast<std::uint32_t>(64 - std::countr_zero(slots));
+        auto insert = [&](Entity e) {
+            const std::uint64_t bits = e.to_bits();
+            for (std::size_t i = slot_of(bits);; i = (i + 1) & (seen.size() - 1)) {
+                if (seen[i] == empty_slot) {
+                    seen[i] = bits;
+                    return;
+                }
+                if (seen[i] == bits)
+                    Reader::fail("entity " + std::to_string(e.index) + ":" +
+                                 std::to_string(e.generation) + " appears twice");
+            }
+        };
+        for (const Entity e : despawns) insert(e);
+        for (const Record& rec : records) insert(rec.remote);
+    }
+    [[nodiscard]] std::size_t slot_of(std::uint64_t bits) const noexcept {
+        return static_cast<std::size_t>((bits * 0x9E3779B97F4A7C15ull) >> seen_shift);
+    }
+    /// Whether the message names `bits` (after check_records).
+    [[nodiscard]] bool named(std::uint64_t bits) const noexcept {
+        for (std::size_t i = slot_of(bits);; i = (i + 1) & (seen.size() - 1)) {
+            if (seen[i] == bits) return true;
+            if (seen[i] == empty_slot) return false;
         }
     }
 
     // ---- applying: queued in the world's deferral, applied when it closes ----
-    // Queues one add of the record's components (values read from the message) on `e`; a
-    // spawned entity (`place`) gets Replica too, in the same move.
-    void queue_values(Reader& r, const Record& rec, Entity e, bool place) {
-        std::uint16_t n = 0;
-        for (std::size_t k = 0; k < comps.size(); ++k) n += (rec.mask >> k & 1) != 0 ? 1 : 0;
-        if (place) ++n;
+    // Whether component `k` of `rec` is written in place on `e` (it has it, no observer
+    // watches it, no queued add or remove of it): no structural change, no queue.
+    bool in_place(Entity e, const tessera::detail::Archetype& a, std::size_t k) {
+        const ComponentId id = comps[k].info->id;
+        return a.contains(id) && !s->hooked(id) &&
+               (!s->writes_watched() || s->queued_change(e, id) == nullptr);
+    }
+
+    // Queues one add of the record's components that are not written in place (values read
+    // from the message) on `e`; a spawned entity (`place`) gets Replica too, in the same move.
+    void queue_values(Reader& r, Record& rec, bool place) {
+        const Entity e = rec.local;
+        std::uint64_t queued = rec.mask;
+        rec.in_place = 0;
+        if (!place) {
+            const tessera::detail::Archetype& a = s->archetype(s->try_record(e)->archetype);
+            for (std::size_t k = 0; k < comps.size(); ++k) {
+                if ((rec.mask >> k & 1) != 0 && in_place(e, a, k))
+                    rec.in_place |= std::uint64_t{1} << k;
+            }
+            queued &= ~rec.in_place;
+        }
+        const auto n = static_cast<std::uint16_t>(std::popcount(queued) + (place ? 1 : 0));
         if (n == 0) return;
         tessera::detail::CommandQueue& q = s->deferred();
         q.reserve(std::size_t{n} + (place ? 1 : 0));
@@ -158,7 +201,10 @@ struct Mirror::Impl {
         for (std::size_t k = 0; k < comps.size(); ++k) {
             if ((rec.mask >> k & 1) == 0) continue;
             const Resolved& c = comps[k];
-            s->ensure_component(c.info->id);
+            if ((queued >> k & 1) == 0) {
+                skip_value(r, c);
+                continue;
+            }
             std::byte* v = q.allocate_value(*c.info);
             if (c.kind == wire::Kind::raw) {
                 wire::read_value(r, *c.info, c.kind, v);
@@ -183,29 +229,58 @@ struct Mirror::Impl {
         }
     }
 
+    static void skip_value(Reader& r, const Resolved& c) {
+        if (c.kind == wire::Kind::raw)
+            r.take(c.info->size, "a value");
+        else if (c.kind == wire::Kind::fields)
+            wire::check_fields(r, *c.info->schema, std::string());
+    }
+
+    // Writes the record's in-place components into `e`'s table and marks them changed.
+    void write_in_place(Reader& r, const Record& rec) {
+        r.seek(rec.values);
+        for (std::size_t k = 0; k < comps.size(); ++k) {
+            if ((rec.mask >> k & 1) == 0) continue;
+            const Resolved& c = comps[k];
+            if ((rec.in_place >> k & 1) == 0 || c.kind == wire::Kind::tag) {
+                skip_value(r, c);
+                continue;
+            }
+            const tessera::detail::Location loc = s->try_location(rec.local, c.info->id);
+            const tessera::detail::Column& col =
+                loc.archetype->columns[static_cast<std::uint32_t>(loc.column)];
+            wire::read_value(r, *c.info, c.kind, col.data + std::size_t{loc.row} * col.size);
+            s->stamp_changed(*loc.archetype, loc.row, loc.column);
+        }
+    }
+
     // Queues the removal of the message's components that `e` has and `rec` lacks.
-    void queue_removals(const Record& rec, Entity e) {
+    void queue_removals(const Record& rec) {
+        const Entity e = rec.local;
         const tessera::detail::EntityRecord* er = s->try_record(e);
         if (er == nullptr) return;
         const tessera::detail::Archetype& a = s->archetype(er->archetype);
-        std::vector<ComponentId> gone;
+        ComponentId gone[wire::max_components];
+        std::size_t n = 0;
         for (std::size_t k = 0; k < comps.size(); ++k) {
             if ((rec.mask >> k & 1) == 0 && a.contains(comps[k].info->id))
-                gone.push_back(comps[k].info->id);
+                gone[n++] = comps[k].info->id;
         }
-        if (gone.empty()) return;
+        if (n == 0) return;
         tessera::detail::CommandQueue& q = s->deferred();
-        q.reserve(gone.size());
-        s->reserve_watch(gone.size());
-        for (std::size_t i = 0; i < gone.size(); ++i) {
+        q.reserve(n);
+        s->reserve_watch(n);
+        for (std::size_t i = 0; i < n; ++i) {
             s->watch(e, gone[i], q.mark());
-            q.push(Command::Kind::remove, e, gone[i],
-                   static_cast<std::uint16_t>(i == 0 ? gone.size() : 0));
+            q.push(Command::Kind::remove, e, gone[i], static_cast<std::uint16_t>(i == 0 ? n : 0));
         }
     }
 
     void apply(Reader& r, bool full) {
-        // Room for every new entity's mapping first: past the queueing nothing may fail.
+        // Everything that can fail comes first: the components recorded, room for every new
+        // entity's mapping, then the queued changes (taken back on a throw).
+        for (const Resolved& c : comps) s->ensure_component(c.info->id);
+        s->ensure_component(component_id<Replica>());
         locals.reserve(locals.size() + records.size());
         std::vector<std::pair<std::uint64_t, Entity>> spawned;
         std::vector<std::uint64_t> forgotten;
@@ -213,11 +288,8 @@ struct Mirror::Impl {
         tessera::detail::QueueGuard guard(*s);
         if (full) {
             // The full state lists every entity the client may see: the others go.
-            seen.clear();
-            for (const Record& rec : records) seen.push_back(rec.remote.to_bits());
-            std::sort(seen.begin(), seen.end());
             for (const auto& [remote, local] : locals) {
-                if (std::binary_search(seen.begin(), seen.end(), remote)) continue;
+                if (named(remote)) continue;
                 forgotten.push_back(remote);
                 if (world->is_alive(local)) world->despawn(local);
             }
@@ -228,21 +300,29 @@ struct Mirror::Impl {
             if (local) world->despawn(local);
         }
         spawned.reserve(records.size());
-        for (const Record& rec : records) {
-            Entity local = local_of(rec.remote);
-            if (!local) {
+        bool writes = false;
+        for (Record& rec : records) {
+            rec.local = local_of(rec.remote);
+            if (!rec.local) {
                 s->deferred().reserve(1);
-                local = s->spawn_pending();
-                spawned.emplace_back(rec.remote.to_bits(), local);
-                queue_values(r, rec, local, true);
+                rec.local = s->spawn_pending();
+                spawned.emplace_back(rec.remote.to_bits(), rec.local);
+                queue_values(r, rec, true);
+                rec.in_place = 0;
             } else {
-                queue_values(r, rec, local, false);
-                if (rec.exact) queue_removals(rec, local);
+                queue_values(r, rec, false);
+                if (rec.exact) queue_removals(rec);
+                writes = writes || rec.in_place != 0;
             }
         }
         guard.release();
         for (const std::uint64_t remote : forgotten) locals.erase(remote);
         for (const auto& [remote, local] : spawned) locals[remote] = local;
+        if (writes) {
+            for (const Record& rec : records) {
+                if (rec.in_place != 0) write_in_place(r, rec);
+            }
+        }
         scope.close();
     }
 };

@@ -11,6 +11,8 @@
 #include <tessera/world.hpp>
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 #include <limits>
 #include <new>
 #include <string>
@@ -27,6 +29,7 @@ using tessera::detail::Storage;
 namespace {
 
 constexpr std::uint64_t never = std::numeric_limits<std::uint64_t>::max();
+constexpr std::uint32_t tick_block = tessera::detail::tick_block;
 
 // A replicated component.
 struct Replicated {
@@ -52,9 +55,9 @@ struct Event {
 
 struct Client {
     bool connected = true;
-    std::uint64_t baseline = 0;    // acked tick, 0 none
-    std::uint64_t reset = never;   // baselines before this need a full state (never: one is due)
-    std::uint64_t last_sent = 0;   // tick of the last message made
+    std::uint64_t baseline = 0;   // acked tick, 0 none
+    std::uint64_t reset = never;  // baselines before this need a full state (never: one is due)
+    std::uint64_t last_sent = 0;  // tick of the last message made
     Visibility mode = Visibility::all;
     std::unordered_set<std::uint64_t> listed;  // whitelist / blacklist (Entity::to_bits)
     std::vector<Event> vis;                    // entered or left the view, tick order
@@ -72,23 +75,24 @@ struct Replicator::Impl {
     Storage* s;
     ReplicatorOptions options;
     std::vector<Replicated> comps;
-    std::vector<ComponentId> ids;                // comps' ids, for components()
-    std::vector<std::int32_t> bit_of;            // by id value: bit, or -1
+    std::vector<ComponentId> ids;      // comps' ids, for components()
+    std::vector<std::int32_t> bit_of;  // by id value: bit, or -1
     std::vector<Table> tables;
-    std::vector<std::int32_t> table_of;          // by archetype index: into tables, or -1
+    std::vector<std::int32_t> table_of;  // by archetype index: into tables, or -1
     std::size_t seen_archetypes = 0;
     std::uint64_t epoch = 0;
-    std::vector<Event> log;                      // structural log, tick order
+    std::vector<Event> log;  // structural log, tick order
     std::uint64_t last_logged = 0;
-    bool lost = false;                           // a log entry could not be kept: all full
+    bool lost = false;  // a log entry could not be kept: all full
     std::vector<Observer> observers;
     std::vector<Client> clients;
     std::size_t connected = 0;
     // Scratch, kept between calls.
     std::vector<Entity> touched;
-    std::vector<std::uint64_t> exact;            // (table << 32 | row) sent whole, sorted
+    std::vector<std::uint64_t> exact;  // (table << 32 | row) sent whole, sorted
     std::vector<const Column*> active;
     std::vector<std::uint32_t> active_bits;
+    std::vector<std::uint32_t> hits;  // rows of one table with a newer value
 
     Impl(World& w, ReplicatorOptions o) : world(&w), s(&w.storage()), options(o) {}
 
@@ -277,39 +281,109 @@ struct Replicator::Impl {
                 }
             }
             if (active.empty()) continue;
+            hits.clear();
             const std::uint64_t table_key = std::uint64_t{static_cast<std::uint32_t>(ti)} << 32;
             const std::size_t blocks = tessera::detail::tick_blocks(a.size);
-            for (std::size_t b = 0; b < blocks; ++b) {
-                bool any = false;
+            // 64 blocks at a time: a bit per block whose bound is newer than `base` (plain
+            // loads in a loop the compiler vectorises: no worker writes while a delta is made),
+            // then the rows of each such block.
+            for (std::size_t g = 0; g < blocks; g += 64) {
+                const std::size_t gn = std::min<std::size_t>(64, blocks - g);
+                std::uint64_t marked = 0;
                 for (const Column* col : active) {
-                    any = any || col->stamped > base ||
-                          tessera::detail::load_bound(col->changed_max[b]) > base;
-                }
-                if (!any) continue;
-                const auto first = static_cast<std::uint32_t>(b * tessera::detail::tick_block);
-                const std::uint32_t last =
-                    std::min<std::uint32_t>(a.size, first + tessera::detail::tick_block);
-                for (std::uint32_t row = first; row < last; ++row) {
-                    std::uint64_t mask = 0;
-                    for (std::size_t k = 0; k < active.size(); ++k) {
-                        if (active[k]->changed_at(row) > base)
-                            mask |= std::uint64_t{1} << active_bits[k];
+                    if (col->stamped > base) {
+                        marked = gn == 64 ? ~std::uint64_t{0} : (std::uint64_t{1} << gn) - 1;
+                        break;
                     }
-                    if (mask == 0) continue;
+                    const std::uint64_t* const bound = col->changed_max + g;
+                    std::uint64_t m = 0;
+                    if (gn == 64) {  // a constant trip count: unrolled, constant shifts
+                        for (std::size_t i = 0; i < 64; ++i)
+                            m |= static_cast<std::uint64_t>(bound[i] > base) << i;
+                    } else {
+                        for (std::size_t i = 0; i < gn; ++i)
+                            m |= static_cast<std::uint64_t>(bound[i] > base) << i;
+                    }
+                    marked |= m;
+                }
+                for (; marked != 0; marked &= marked - 1) {
+                    const std::size_t b = g + static_cast<std::size_t>(std::countr_zero(marked));
+                    // The rows of the block with a value newer than `base`, one bit each.
+                    const auto first = static_cast<std::uint32_t>(b * tessera::detail::tick_block);
+                    const std::uint32_t n =
+                        std::min<std::uint32_t>(a.size - first, tessera::detail::tick_block);
+                    std::uint32_t rows = 0;
+                    for (const Column* col : active) {
+                        if (col->stamped > base) {
+                            rows = (1u << n) - 1;
+                            break;
+                        }
+                        const std::uint64_t* const t = col->changed + first;
+                        std::uint32_t m = 0;
+                        if (n == tick_block) {
+                            for (std::uint32_t i = 0; i < tick_block; ++i)
+                                m |= static_cast<std::uint32_t>(t[i] > base) << i;
+                        } else {  // the last block: no reading past the rows
+                            for (std::uint32_t i = 0; i < n; ++i)
+                                m |= static_cast<std::uint32_t>(t[i] > base) << i;
+                        }
+                        rows |= m;
+                    }
+                    for (; rows != 0; rows &= rows - 1) {
+                        const std::uint32_t row =
+                            first + static_cast<std::uint32_t>(std::countr_zero(rows));
+                        hits.push_back(row);
+                        // The rows are far apart: start the loads the writing below makes.
+                        __builtin_prefetch(a.entities + row);
+                        for (const Column* col : active)
+                            __builtin_prefetch(col->data + std::size_t{row} * col->size);
+                    }
+                }
+            }
+            // Every active value as plain bytes (the common case): a record's size is bounded,
+            // so it is written through one pointer.
+            bool raw = true;
+            std::size_t bytes = 0;
+            for (std::size_t k = 0; k < active.size(); ++k) {
+                raw = raw && comps[active_bits[k]].kind == wire::Kind::raw;
+                bytes += active[k]->size;
+            }
+            const bool filtered = c.mode != Visibility::all;
+            for (const std::uint32_t row : hits) {
+                std::uint64_t mask = 0;
+                for (std::size_t k = 0; k < active.size(); ++k) {
+                    if (active[k]->changed_at(row) > base)
+                        mask |= std::uint64_t{1} << active_bits[k];
+                }
+                if (skip != exact.end()) {
                     const std::uint64_t key = table_key | row;
                     while (skip != exact.end() && *skip < key) ++skip;
                     if (skip != exact.end() && *skip == key) continue;  // sent whole
-                    const Entity e = a.entities[row];
-                    if (!visible(c, e)) continue;
-                    w.entity(e);
-                    w.varint(mask << 1);
+                }
+                const Entity e = a.entities[row];
+                if (filtered && !visible(c, e)) continue;
+                ++records;
+                if (raw) {
+                    std::byte* p = w.reserve(5 + 5 + 10 + bytes);
+                    p = wire::Writer::put_varint(p, e.index);
+                    p = wire::Writer::put_varint(p, e.generation);
+                    p = wire::Writer::put_varint(p, mask << 1);
                     for (std::size_t k = 0; k < active.size(); ++k) {
                         if ((mask >> active_bits[k] & 1) == 0) continue;
-                        const Replicated& rc = comps[active_bits[k]];
-                        wire::write_value(w, *rc.info, rc.kind,
-                                          active[k]->data + std::size_t{row} * active[k]->size);
+                        const Column& col = *active[k];
+                        std::memcpy(p, col.data + std::size_t{row} * col.size, col.size);
+                        p += col.size;
                     }
-                    ++records;
+                    w.commit(p);
+                    continue;
+                }
+                w.entity(e);
+                w.varint(mask << 1);
+                for (std::size_t k = 0; k < active.size(); ++k) {
+                    if ((mask >> active_bits[k] & 1) == 0) continue;
+                    const Replicated& rc = comps[active_bits[k]];
+                    wire::write_value(w, *rc.info, rc.kind,
+                                      active[k]->data + std::size_t{row} * active[k]->size);
                 }
             }
         }
@@ -321,8 +395,7 @@ struct Replicator::Impl {
         const bool full = c.baseline == 0 || c.baseline < c.reset || c.reset == never ||
                           now - c.baseline > options.max_lag;
         const std::uint64_t base = full ? 0 : c.baseline;
-        out.clear();
-        wire::Writer w(out);
+        wire::Writer w(out);  // writes from the start; keeps the capacity
         write_header(w, now, base);
         const std::size_t despawn_at = w.size();
         w.u32(0);
@@ -367,9 +440,8 @@ struct Replicator::Impl {
                                                    [&](const Event& ev) { return ev.tick <= pin; });
             c.vis.erase(c.vis.begin(), gone);
         }
-        const auto gone = std::partition_point(log.begin(), log.end(), [&](const Event& ev) {
-            return ev.tick <= keep_after;
-        });
+        const auto gone = std::partition_point(
+            log.begin(), log.end(), [&](const Event& ev) { return ev.tick <= keep_after; });
         log.erase(log.begin(), gone);
     }
 
@@ -395,16 +467,19 @@ struct Replicator::Impl {
                 fail(op, name + " is a relation's component: relations are not replicated");
             if (!info.is_tag()) {
                 if (!info.track_changes)
-                    fail(op, name + " has track_changes = false: replication reads its change "
-                                    "ticks");
+                    fail(op, name +
+                                 " has track_changes = false: replication reads its change "
+                                 "ticks");
                 if (info.schema == nullptr && !info.trivially_copyable)
-                    fail(op, name + " is neither trivially copyable nor described with "
-                                    "TESSERA_REFLECT");
+                    fail(op, name +
+                                 " is neither trivially copyable nor described with "
+                                 "TESSERA_REFLECT");
                 if (info.schema != nullptr && !info.schema->flat && !info.constructible())
                     fail(op, name + " is not default constructible");
                 if (info.schema != nullptr && has_str(*info.schema))
-                    fail(op, name + " has a ts::StringId (str) field, an id in one world's "
-                                    "string table: use a std::string field");
+                    fail(op, name +
+                                 " has a ts::StringId (str) field, an id in one world's "
+                                 "string table: use a std::string field");
             }
             if (id.value < bit_of.size() && bit_of[id.value] >= 0) continue;
             if (std::find(infos.begin(), infos.end(), &info) != infos.end()) continue;
@@ -508,8 +583,9 @@ void Replicator::ack(ClientId c, std::uint64_t tick) {
     constexpr const char* op = "Replicator::ack";
     Client& cl = impl_->client(c, op);
     if (tick > cl.last_sent)
-        fail(op, "tick " + std::to_string(tick) + " is later than the last message made for "
-                                                  "client " +
+        fail(op, "tick " + std::to_string(tick) +
+                     " is later than the last message made for "
+                     "client " +
                      std::to_string(c.value) + " (tick " + std::to_string(cl.last_sent) + ")");
     if (tick > cl.baseline) cl.baseline = tick;
     impl_->trim();
@@ -526,11 +602,13 @@ void Replicator::set_visibility(ClientId c, Visibility v) {
 namespace {
 void change_view(Replicator::Impl& m, Client& cl, Entity e, bool show, const char* op) {
     if (cl.mode == Visibility::all)
-        fail(op, "the client sees every entity (Visibility::all): set_visibility to whitelist "
-                 "or blacklist first");
+        fail(op,
+             "the client sees every entity (Visibility::all): set_visibility to whitelist "
+             "or blacklist first");
     const bool add = (cl.mode == Visibility::whitelist) == show;
     cl.vis.reserve(cl.vis.size() + 1);
-    const bool changed = add ? cl.listed.insert(e.to_bits()).second : cl.listed.erase(e.to_bits()) != 0;
+    const bool changed =
+        add ? cl.listed.insert(e.to_bits()).second : cl.listed.erase(e.to_bits()) != 0;
     const std::uint64_t t = std::max(m.s->tick(), cl.vis.empty() ? 0 : cl.vis.back().tick);
     if (changed) cl.vis.push_back({t, e});
 }

@@ -22,6 +22,7 @@
 #include <tessera/error.hpp>
 #include <tessera/reflect.hpp>
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
@@ -86,30 +87,37 @@ inline std::uint64_t fingerprint(const ComponentInfo& info) noexcept {
     return h;
 }
 
-/// Appends to a byte vector.
+/// Writes into a byte vector from its start, growing it geometrically; the destructor cuts it
+/// to what was written (so a reused vector keeps its capacity and is not zero-filled again).
 class Writer {
 public:
     explicit Writer(std::vector<std::byte>& out) noexcept : out_(out) {}
+    ~Writer() { out_.resize(used_); }
+    Writer(const Writer&) = delete;
+    Writer& operator=(const Writer&) = delete;
+    /// Room for `n` bytes, taken: the caller writes them.
     std::byte* grow(std::size_t n) {
-        const std::size_t at = out_.size();
-        out_.resize(at + n);
-        return out_.data() + at;
+        if (used_ + n > out_.size())
+            out_.resize(std::max<std::size_t>(out_.size() * 2, used_ + n + 256));
+        std::byte* p = out_.data() + used_;
+        used_ += n;
+        return p;
     }
     void bytes(const void* p, std::size_t n) {
         if (n != 0) std::memcpy(grow(n), p, n);
     }
-    void u8(std::uint8_t v) { out_.push_back(static_cast<std::byte>(v)); }
+    void u8(std::uint8_t v) { *grow(1) = static_cast<std::byte>(v); }
     void u32(std::uint32_t v) { bytes(&v, 4); }
     void u64(std::uint64_t v) { bytes(&v, 8); }
     void varint(std::uint64_t v) {
-        std::byte buf[10];
+        std::byte* p = grow(10);
         std::size_t n = 0;
         while (v >= 0x80) {
-            buf[n++] = static_cast<std::byte>((v & 0x7F) | 0x80);
+            p[n++] = static_cast<std::byte>((v & 0x7F) | 0x80);
             v >>= 7;
         }
-        buf[n++] = static_cast<std::byte>(v);
-        bytes(buf, n);
+        p[n++] = static_cast<std::byte>(v);
+        used_ -= 10 - n;
     }
     void entity(Entity e) {
         varint(e.index);
@@ -119,12 +127,34 @@ public:
         varint(s.size());
         bytes(s.data(), s.size());
     }
-    [[nodiscard]] std::size_t size() const noexcept { return out_.size(); }
+    [[nodiscard]] std::size_t size() const noexcept { return used_; }
+    /// Room for up to `n` bytes, not taken: write them, then `commit` the end.
+    std::byte* reserve(std::size_t n) {
+        if (used_ + n > out_.size())
+            out_.resize(std::max<std::size_t>(out_.size() * 2, used_ + n + 256));
+        return out_.data() + used_;
+    }
+    /// Takes the bytes written since `reserve` up to `end`.
+    void commit(const std::byte* end) noexcept {
+        used_ = static_cast<std::size_t>(end - out_.data());
+    }
+    /// Writes `v` as a varint at `p`; returns the end.
+    static std::byte* put_varint(std::byte* p, std::uint64_t v) noexcept {
+        while (v >= 0x80) {
+            *p++ = static_cast<std::byte>((v & 0x7F) | 0x80);
+            v >>= 7;
+        }
+        *p++ = static_cast<std::byte>(v);
+        return p;
+    }
     /// Overwrites the u32 at `at`.
-    void patch_u32(std::size_t at, std::uint32_t v) noexcept { std::memcpy(out_.data() + at, &v, 4); }
+    void patch_u32(std::size_t at, std::uint32_t v) noexcept {
+        std::memcpy(out_.data() + at, &v, 4);
+    }
 
 private:
     std::vector<std::byte>& out_;
+    std::size_t used_ = 0;
 };
 
 /// Reads a message; every read is bounds-checked and a failure throws
@@ -228,8 +258,8 @@ inline void write_value(Writer& w, const ComponentInfo& info, Kind kind, const s
 
 /// "component 'Name' of entity 3:1"
 inline std::string place(std::string_view component, Entity e) {
-    return "component '" + std::string(component) + "' of entity " + std::to_string(e.index) +
-           ":" + std::to_string(e.generation);
+    return "component '" + std::string(component) + "' of entity " + std::to_string(e.index) + ":" +
+           std::to_string(e.generation);
 }
 
 /// Checks the bools of a flat value read as bytes.

@@ -1,10 +1,11 @@
 // Writes the seed corpora of the fuzz targets: `tessera_make_corpus <binary dir> [<json dir>
-// [<net dir>]]` saves the fuzz worlds of fuzz_world.hpp (seed-world-<variant>.bin) and, from the largest
-// one, truncated copies (seed-cut-<bytes>.bin), copies with one byte changed
+// [<net dir>]]` saves the fuzz worlds of fuzz_world.hpp (seed-world-<variant>.bin) and, from the
+// largest one, truncated copies (seed-cut-<bytes>.bin), copies with one byte changed
 // (seed-flip-<offset>.bin) and a bad magic number; into <json dir>, the same worlds as JSON text
 // (seed-world-<variant>.json) and, from the largest, copies with one member made wrong
 // (seed-<what>.json); into <net dir>, replication messages (net_fuzz_world.hpp) and truncated and
-// flipped copies of the largest. Deterministic: rerunning it rewrites the same files. Built on demand only
+// flipped copies of the largest. Deterministic: rerunning it rewrites the same files. Built on
+// demand only
 // (`cmake --build <dir> --target tessera_make_corpus`).
 #include "fuzz_world.hpp"
 #include "net_fuzz_world.hpp"

@@ -63,8 +63,8 @@ struct ReplicatorOptions {
 /// Whether `T` can be replicated: a tag, a trivially copyable type, or a `TESSERA_REFLECT`ed
 /// one (whose values travel field by field when not flat).
 template <class T>
-concept replicable = Component<T> && (std::is_empty_v<T> || std::is_trivially_copyable_v<T> ||
-                                      tessera::detail::reflected<T>);
+concept replicable = Component<T> &&
+    (std::is_empty_v<T> || std::is_trivially_copyable_v<T> || tessera::detail::reflected<T>);
 
 /// Makes replication messages of one world for its clients. The world must outlive it; the
 /// Replicator may be moved (its observers stay registered). One thread: the world's.
