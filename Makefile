@@ -4,6 +4,7 @@
 #   make test      dev preset: configure, build, run every test
 #   make sanitize  asan preset (ASan + UBSan)      make tsan   tsan preset (ThreadSanitizer)
 #   make clang     clang preset (clang++ -Werror)  make demo   release build, run the arena demo
+#   make netdemo   release build, run the arena over ENet: a server and two client processes
 #   make fuzz      fuzz preset (clang): libFuzzer on the binary and JSON loaders and the replication
 #                  mirror, FUZZ_SECONDS each
 #   make bench     release benchmarks -> build/release/bench/results*.json, docs/benchmarks.md
@@ -26,7 +27,10 @@ FUZZ_SECONDS ?= 60
 
 DEB_PACKAGES := cmake ninja-build g++ clang libgtest-dev libgmock-dev libbenchmark-dev \
                 libtbb-dev libglm-dev nlohmann-json3-dev python3 clang-format \
-                libcpp-httplib-dev doxygen pkgconf ccache gdb
+                libcpp-httplib-dev libenet-dev doxygen pkgconf ccache gdb
+# libenet-dev: the transport of tessera::net_enet and the netarena demo. ENet gives reliable and
+# unreliable sequenced channels and fragmentation over UDP, so tessera writes no protocol of
+# its own over raw sockets (docs/networking-enet.md).
 # The inspector's browser test (tests/browser/inspector_test.py): Chromium, its WebDriver and
 # Debian's Python bindings for it (make browser-deps, run by the test targets).
 BROWSER_DEB_PACKAGES := chromium chromium-driver python3-selenium
@@ -36,6 +40,10 @@ DOCS_DEB_PACKAGES := doxygen
 
 DEMO := build/release/examples/arena/arena
 DEMO_ARGS ?=
+# The networked arena: one server and two client processes on 127.0.0.1 (NETDEMO_ARGS=--chaos
+# adds 20% loss, duplicates and reordering); exits non-zero unless the hashes agree.
+NETDEMO := build/release/examples/netarena/netarena
+NETDEMO_ARGS ?=
 # Benchmarks: the release preset's build (BENCH_DIR, for bench-run on another build of it).
 BENCH_DIR ?= build/release
 BENCH_BIN := $(BENCH_DIR)/bench/tessera_bench
@@ -54,11 +62,13 @@ BENCH_DEB_PACKAGES := python3-matplotlib
 FORMAT_DIRS := include src tests bench examples tools
 
 .DEFAULT_GOAL := help
-.PHONY: help deps test sanitize tsan clang fuzz demo bench bench-run bench-deps format docs docs-deps
+.PHONY: help deps test sanitize tsan clang fuzz demo netdemo bench bench-run bench-deps format docs docs-deps
 
 help:
 	@echo "tessera make targets:"
 	@echo "  make demo       build (release preset) and run the arena demo (DEMO_ARGS=--render draws it)"
+	@echo "  make netdemo    build (release preset) and run the arena over ENet: a server, two client"
+	@echo "                  processes; exits 0 when their hashes agree (NETDEMO_ARGS=--chaos)"
 	@echo "  make test       configure, build and run all tests (dev preset: -O2 -g, assertions on)"
 	@echo "  make sanitize   the tests under AddressSanitizer + UBSan (asan preset)"
 	@echo "  make tsan       the tests under ThreadSanitizer (tsan preset, build/tsan; the"
@@ -130,6 +140,11 @@ demo: deps
 	cmake --preset release
 	cmake --build --preset release --target arena
 	./$(DEMO) $(DEMO_ARGS)
+
+netdemo: deps
+	cmake --preset release
+	cmake --build --preset release --target netarena
+	./$(NETDEMO) $(NETDEMO_ARGS)
 
 bench: deps bench-deps
 	cmake --preset release

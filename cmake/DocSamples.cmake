@@ -6,6 +6,8 @@
 # Every ```cpp fenced block of the page that contains `int main` becomes its own executable,
 # linked to tessera::tessera and built with our warning flags, and a ctest test (label "docs")
 # that runs it and expects exit code 0. Blocks without `int main` are fragments and are skipped.
+# A program that includes <tessera/net/enet.hpp> also links tessera::net_enet, and is skipped
+# where that target is not built (ENet not installed).
 #
 # Names: the first ```cpp block of the page is `<PREFIX>`, the n-th (1-based) is `<PREFIX>_<n>`.
 # PREFIX defaults to `doc_<file stem>` with non-identifier characters replaced by `_`
@@ -79,6 +81,11 @@ function(tessera_add_doc_samples markdown)
         if(DEFINED TESSERA_DOC_SAMPLES_MATCH AND NOT body MATCHES "${TESSERA_DOC_SAMPLES_MATCH}")
             continue()
         endif()
+        # A program of the ENet transport's page needs its library: without ENet, no sample.
+        string(FIND "${body}" "<tessera/net/enet.hpp>" enet_at)
+        if(NOT enet_at EQUAL -1 AND NOT TARGET tessera_net_enet)
+            continue()
+        endif()
 
         if(index EQUAL 1)
             set(name "${arg_PREFIX}")
@@ -92,6 +99,9 @@ function(tessera_add_doc_samples markdown)
         target_link_libraries(${name} PRIVATE tessera::tessera tessera_warnings)
         if(TARGET tessera_gpu)  # docs/gpu.md's samples
             target_link_libraries(${name} PRIVATE tessera::gpu)
+        endif()
+        if(NOT enet_at EQUAL -1)  # docs/networking-enet.md's samples
+            target_link_libraries(${name} PRIVATE tessera::net_enet)
         endif()
         # Samples check themselves with assert(): keep it on in every build type.
         target_compile_options(${name} PRIVATE -UNDEBUG)

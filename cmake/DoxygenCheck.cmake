@@ -1,5 +1,5 @@
 # The `doxygen_api` test: runs doxygen with docs/Doxyfile on the public headers alone
-# (include/tessera/*.hpp) and fails on any warning, so every public declaration keeps its doc
+# (include/tessera/*.hpp, include/tessera/net/*.hpp) and fails on any warning, so every public declaration keeps its doc
 # comment. The guide pages (README.md, docs/*.md) are left to `make docs`.
 #
 #   cmake -DDOXYGEN=/usr/bin/doxygen -DSOURCE_DIR=<repository> -DWORK_DIR=<scratch directory>

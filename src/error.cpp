@@ -22,6 +22,7 @@ std::string_view to_string(errc code) noexcept {
         case errc::hierarchy_cycle: return "hierarchy_cycle";
         case errc::limit_exceeded: return "limit_exceeded";
         case errc::invalid_argument: return "invalid_argument";
+        case errc::network: return "network";
     }
     return "unknown";
 }

@@ -21,7 +21,7 @@ TEST(Error, EveryCodeHasAStableDistinctName) {
         ts::errc::type_conflict,    ts::errc::not_enableable,    ts::errc::permanent_entity,
         ts::errc::missing_resource, ts::errc::ambiguous_order,   ts::errc::schedule_cycle,
         ts::errc::unknown_system,   ts::errc::system_failed,     ts::errc::hierarchy_cycle,
-        ts::errc::limit_exceeded,   ts::errc::invalid_argument};
+        ts::errc::limit_exceeded,   ts::errc::invalid_argument,  ts::errc::network};
     std::set<std::string_view> names;
     for (ts::errc c : all) names.insert(ts::to_string(c));
     EXPECT_EQ(names.size(), std::size(all));

@@ -25,6 +25,8 @@ enum class errc : std::uint8_t {
     hierarchy_cycle,    ///< a ChildOf relation that would close a loop
     limit_exceeded,     ///< a built-in limit (entity count, component count, ...) is reached
     invalid_argument,   ///< any other bad argument
+    network,            ///< a transport failed: a socket can't be bound, a peer does not
+                        ///< answer in time, or the connection is closed
 };
 
 /// The stable name of a code, e.g. "not_alive".

@@ -3,8 +3,10 @@
 #   2. configure tests/consumer with Ninja and -DCMAKE_PREFIX_PATH=<prefix>; with INSPECT (the
 #      build has tessera::inspect) it requires the inspect component and builds its consumer
 #   3. build it and run the consumer executables
-#   4. with PKG_CONFIG: compile main.cpp (and inspect_main.cpp) by hand with the flags of the
-#      installed tessera.pc (tessera-inspect.pc) and run them
+#      (NET_ENET likewise for tessera::net_enet)
+#   4. with PKG_CONFIG: compile main.cpp (and inspect_main.cpp, net_enet_main.cpp) by hand with
+#      the flags of the installed tessera.pc (tessera-inspect.pc, tessera-net-enet.pc) and run
+#      them
 foreach(var TESSERA_BUILD_DIR WORK_DIR CONSUMER_SOURCE_DIR CXX_COMPILER)
     if(NOT DEFINED ${var})
         message(FATAL_ERROR "run.cmake: ${var} is not set")
@@ -48,6 +50,9 @@ endif()
 if(INSPECT)
     list(APPEND configure_args "-DTESSERA_CONSUMER_INSPECT=ON")
 endif()
+if(NET_ENET)
+    list(APPEND configure_args "-DTESSERA_CONSUMER_NET_ENET=ON")
+endif()
 run_step("configure" "${CMAKE_COMMAND}" ${configure_args})
 run_step("build" "${CMAKE_COMMAND}" --build "${build}")
 run_step("run" "${build}/tessera_consumer")
@@ -57,9 +62,16 @@ if(INSPECT)
     run_step("run" "${build}/tessera_inspect_consumer")
     list(APPEND programs tessera-inspect)
 endif()
+if(NET_ENET)
+    run_step("run" "${build}/tessera_net_enet_consumer")
+    list(APPEND programs tessera-net-enet)
+endif()
 message(STATUS "consumer test: find_package(tessera) + tessera::tessera works")
 if(INSPECT)
     message(STATUS "consumer test: find_package(tessera COMPONENTS inspect) + tessera::inspect works")
+endif()
+if(NET_ENET)
+    message(STATUS "consumer test: find_package(tessera COMPONENTS net_enet) + tessera::net_enet works")
 endif()
 
 # pkg-config: the installed .pc files alone are enough to compile and link.
@@ -83,6 +95,8 @@ foreach(package IN LISTS programs)
     separate_arguments(flags UNIX_COMMAND "${flags}")
     if(package STREQUAL "tessera")
         set(source "${CONSUMER_SOURCE_DIR}/main.cpp")
+    elseif(package STREQUAL "tessera-net-enet")
+        set(source "${CONSUMER_SOURCE_DIR}/net_enet_main.cpp")
     else()
         set(source "${CONSUMER_SOURCE_DIR}/inspect_main.cpp")
     endif()
