@@ -122,6 +122,13 @@ struct EnetServerOptions {
 struct EnetEventSink {
     void* context = nullptr;                          ///< the callable
     void (*call)(void*, const EnetEvent&) = nullptr;  ///< calls it
+
+    /// The sink that calls `f` (which must outlive the sink).
+    template <class F>
+    static EnetEventSink of(F& f) noexcept {
+        return {const_cast<void*>(static_cast<const void*>(std::addressof(f))),
+                [](void* c, const EnetEvent& e) { (*static_cast<F*>(c))(e); }};
+    }
 };
 
 /// A server that many `EnetClient`s connect to (see the file comment). Move-only; a moved-from
@@ -153,10 +160,7 @@ public:
     /// @throws Error(network) when the socket fails.
     template <class F>
     std::size_t poll(std::chrono::milliseconds timeout, F&& on_event) {
-        using Fn = std::remove_reference_t<F>;
-        EnetEventSink sink{const_cast<void*>(static_cast<const void*>(std::addressof(on_event))),
-                           [](void* c, const EnetEvent& e) { (*static_cast<Fn*>(c))(e); }};
-        return poll_sink(timeout, sink);
+        return poll_sink(timeout, EnetEventSink::of(on_event));
     }
     /// `poll` with a type-erased callback.
     std::size_t poll_sink(std::chrono::milliseconds timeout, EnetEventSink sink);
@@ -240,10 +244,7 @@ public:
     /// @throws Error(network) when the socket fails.
     template <class F>
     std::size_t poll(std::chrono::milliseconds timeout, F&& on_event) {
-        using Fn = std::remove_reference_t<F>;
-        EnetEventSink sink{const_cast<void*>(static_cast<const void*>(std::addressof(on_event))),
-                           [](void* c, const EnetEvent& e) { (*static_cast<Fn*>(c))(e); }};
-        return poll_sink(timeout, sink);
+        return poll_sink(timeout, EnetEventSink::of(on_event));
     }
     /// `poll` with a type-erased callback.
     std::size_t poll_sink(std::chrono::milliseconds timeout, EnetEventSink sink);
