@@ -18,7 +18,7 @@ set(log "${WORK_DIR}/warnings.log")
 # docs/Doxyfile's relative paths are relative to the repository root, where doxygen runs.
 file(WRITE "${WORK_DIR}/Doxyfile"
     "@INCLUDE = \"${SOURCE_DIR}/docs/Doxyfile\"\n"
-    "INPUT = include/tessera\n"
+    "INPUT = include/tessera include/tessera/net\n"
     "USE_MDFILE_AS_MAINPAGE =\n"
     "OUTPUT_DIRECTORY = \"${WORK_DIR}\"\n"
     "WARN_IF_UNDOCUMENTED = YES\n"

@@ -217,6 +217,21 @@ std::size_t Schedule::skipped_commands() const noexcept {
     return impl_->skipped;
 }
 
+void Schedule::system_ticks(std::vector<std::uint64_t>& out) const {
+    out.resize(impl_->systems.size());
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = impl_->systems[i]->last_tick;
+}
+
+void Schedule::set_system_ticks(std::span<const std::uint64_t> ticks) {
+    if (ticks.size() != impl_->systems.size()) {
+        throw Error(errc::invalid_argument,
+                    "Schedule::set_system_ticks: " + std::to_string(ticks.size()) + " ticks for " +
+                        std::to_string(impl_->systems.size()) +
+                        " systems (systems were added or removed since they were read)");
+    }
+    for (std::size_t i = 0; i < ticks.size(); ++i) impl_->systems[i]->last_tick = ticks[i];
+}
+
 void Schedule::set_parallel_threshold(std::optional<std::chrono::nanoseconds> threshold) noexcept {
     impl_->threshold = threshold;
 }

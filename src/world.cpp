@@ -2,6 +2,7 @@
 #include <tessera/detail/operations.hpp>
 #include <tessera/world.hpp>
 
+#include <algorithm>
 #include <sstream>
 
 #ifdef TESSERA_GDB_SCRIPTS

@@ -24,6 +24,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace ts = tessera;
@@ -1456,4 +1457,38 @@ TEST(ScheduleErrors, RunFromParEachWorkersIsRefused) {
     EXPECT_FALSE(world.deferring());
     s.run(world);
     EXPECT_EQ(ran.load(), 1);
+}
+
+TEST(Schedule, SystemTicksRoundTripSoAFilterSeesAgainWhatItSaw) {
+    ts::World w;
+    ts::Schedule s(1);
+    int seen = 0;
+    bool spawned = false;
+    s.add("spawn", [&spawned](ts::Commands cmds) {
+        if (!std::exchange(spawned, true)) cmds.spawn(Health{1});
+    });
+    s.add("count", [&seen](ts::View<const Health&, ts::Added<Health>> v) {
+        v.each([&](const Health&) { ++seen; });
+    });
+    s.run(w);  // spawns one; count runs before the sync point and sees none
+    std::vector<std::uint64_t> ticks;
+    s.system_ticks(ticks);
+    ASSERT_EQ(ticks.size(), 2u);
+    EXPECT_GT(ticks[1], 0u);
+    s.run(w);
+    EXPECT_EQ(seen, 1);
+    // Back to the ticks of before the second run: the same entity is "added" for count again.
+    s.set_system_ticks(ticks);
+    s.run(w);
+    EXPECT_EQ(seen, 2);
+    std::vector<std::uint64_t> wrong(3, 0);
+    try {
+        s.set_system_ticks(wrong);
+        ADD_FAILURE() << "no error";
+    } catch (const ts::Error& e) {
+        EXPECT_EQ(e.code(), ts::errc::invalid_argument);
+    }
+    std::vector<std::uint64_t> after;
+    s.system_ticks(after);
+    EXPECT_GT(after[1], ticks[1]);  // unchanged by the failed call
 }

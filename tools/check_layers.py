@@ -61,6 +61,7 @@ MODULES = [
     ("serialization", [I + "snapshot.hpp", I + "serialize.hpp", "src/snapshot.cpp",
                        "src/serialize*", "src/state_hash.cpp"]),
     ("schedules", [I + "system.hpp", I + "schedule.hpp", "src/schedule*"]),
+    ("fixed_step", [I + "fixed_step.hpp", "src/fixed_step.cpp"]),
     ("net", [I + "net.hpp", I + "net/*", "src/net/*"]),
     ("gpu", [I + "gpu.hpp", I + "detail/gpu_*.hpp", "src/gpu/*"]),
     ("inspector", [I + "inspect.hpp", "src/inspect/*"]),

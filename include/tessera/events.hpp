@@ -5,7 +5,6 @@
 #include <tessera/resource.hpp>
 #include <tessera/world.hpp>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -223,7 +222,7 @@ public:
     /// are skipped and counted in the range's `missed()`. A cursor ahead of the queue (one from
     /// another queue) reads nothing and is set to the end of this queue. O(1).
     [[nodiscard]] Range read(EventCursor& cursor) const noexcept {
-        const std::uint64_t start = std::max(cursor.next_, older_first_);
+        const std::uint64_t start = cursor.next_ > older_first_ ? cursor.next_ : older_first_;
         const std::uint64_t missed = start - cursor.next_;
         cursor.next_ = next_id();
         if (start >= cursor.next_) return Range({}, 0, {}, 0, missed);
@@ -244,7 +243,7 @@ public:
 
     /// How many events `cursor` would read now. O(1).
     [[nodiscard]] std::size_t unread(EventCursor cursor) const noexcept {
-        const std::uint64_t start = std::max(cursor.next_, older_first_);
+        const std::uint64_t start = cursor.next_ > older_first_ ? cursor.next_ : older_first_;
         return start < next_id() ? static_cast<std::size_t>(next_id() - start) : 0;
     }
 

@@ -1,9 +1,10 @@
 /// @file net.hpp
-/// Replication (opt-in; not included by tessera.hpp): server-to-client messages as bytes
-/// (`Replicator`, net/replicator.hpp) and their client side (`Mirror`, net/mirror.hpp). The
-/// transport is the program's. docs/networking.md is the guide.
+/// Replication and rollback (opt-in; not included by tessera.hpp): server-to-client messages
+/// as bytes (`Replicator`, net/replicator.hpp) and their client side (`Mirror`,
+/// net/mirror.hpp), docs/networking.md; a ring of snapshots that replays late inputs
+/// (`Rollback`, net/rollback.hpp), docs/rollback.md. The transport is the program's.
 #pragma once
 
 #include <tessera/net/mirror.hpp>
 #include <tessera/net/replicator.hpp>
-// Rollback (net/rollback.hpp) is included here when it lands.
+#include <tessera/net/rollback.hpp>

@@ -20,7 +20,6 @@
 #include <tessera/query_spec.hpp>
 #include <tessera/world.hpp>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -381,8 +380,16 @@ public:
         detail::parallel_rows(
             total,
             [&](std::size_t begin, std::size_t end) {
-                std::size_t k = static_cast<std::size_t>(
-                    std::upper_bound(starts_.begin(), starts_.end(), begin) - starts_.begin() - 1);
+                // The table holding row `begin`: the last start at or before it.
+                std::size_t lo = 0, hi = starts_.size();
+                while (lo < hi) {
+                    const std::size_t mid = (lo + hi) / 2;
+                    if (starts_[mid] <= begin)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                std::size_t k = lo - 1;
                 while (begin < end) {
                     detail::Archetype& a = *tables_[k].archetype;
                     const auto first = static_cast<std::uint32_t>(begin - starts_[k]);
@@ -599,9 +606,9 @@ private:
     bool gated(const detail::Archetype& a) const noexcept {
         if (!a.enableable) return false;
         const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
-        return std::any_of(std::begin(flags), std::end(flags),
-                           [](const std::uint8_t* f) { return f != nullptr; }) ||
-               state_.gated(a);
+        for (const std::uint8_t* f : flags)
+            if (f != nullptr) return true;
+        return state_.gated(a);
     }
 
     static bool enabled_row(const std::uint8_t* const* flags, std::uint32_t row) noexcept {
@@ -650,7 +657,7 @@ private:
         for (std::uint32_t i = first; i < last;) {
             // With change filters, a block of rows none of which changed is skipped whole.
             const std::uint32_t block_end = (i / detail::tick_block + 1) * detail::tick_block;
-            const std::uint32_t end = filtered ? std::min(last, block_end) : last;
+            const std::uint32_t end = filtered && block_end < last ? block_end : last;
             if (filtered && !state_.block_passes(a, i / detail::tick_block)) {
                 i = end;
                 continue;
@@ -727,11 +734,9 @@ std::size_t World::despawn_all(Query<Terms...>& query) {
     if (&state.storage() != storage_) [[unlikely]]
         detail::throw_foreign_query("World::despawn_all");
     const std::span<const std::uint32_t> matched = state.update();
-    const bool whole =
-        state.filters().empty() &&
-        std::none_of(matched.begin(), matched.end(), [this, &query](std::uint32_t index) {
-            return query.gated(storage_->archetype(index));
-        });
+    bool whole = state.filters().empty();
+    for (const std::uint32_t index : matched)
+        whole = whole && !query.gated(storage_->archetype(index));
     if (whole) {
         std::pmr::vector<std::uint32_t> tables(storage_->resource());
         for (const std::uint32_t index : matched) {

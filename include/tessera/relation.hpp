@@ -46,7 +46,6 @@
 #include <tessera/observer.hpp>
 #include <tessera/world.hpp>
 
-#include <algorithm>
 #include <cstddef>
 #include <memory_resource>
 #include <new>
@@ -236,8 +235,9 @@ bool World::related(Entity e, std::span<const Entity> targets) const noexcept {
     const Targets<R>* t = try_get<Targets<R>>(e);
     if (targets.empty()) return true;
     if (t == nullptr) return false;
-    return std::all_of(targets.begin(), targets.end(),
-                       [t](Entity target) { return t->contains(target); });
+    for (const Entity target : targets)
+        if (!t->contains(target)) return false;
+    return true;
 }
 
 template <class R>

@@ -256,6 +256,15 @@ public:
     /// Commands skipped at the sync points of the last `run` or `run_system` (their entity had
     /// died).
     [[nodiscard]] std::size_t skipped_commands() const noexcept;
+    /// Each system's change tick (its previous run's, which its `Added`/`Changed` filters
+    /// compare with), in registration order, into `out` (resized: no allocation once it has the
+    /// capacity). With `set_system_ticks`, what a rollback (net/rollback.hpp) saves with each
+    /// frame, so that a replayed frame's filters see what they saw the first time.
+    void system_ticks(std::vector<std::uint64_t>& out) const;
+    /// Sets each system's change tick, in registration order, from `ticks` (read by
+    /// `system_ticks`). @throws Error(invalid_argument) when `ticks.size() != size()` (nothing
+    /// changes then).
+    void set_system_ticks(std::span<const std::uint64_t> ticks);
 
     /// How a phase chooses, with two or more workers, between running its systems in parallel
     /// and inline in its deterministic order (the same world either way). By default

@@ -29,6 +29,9 @@ int header_mut();
 int header_serialize();
 int header_transform();
 int header_tessera();
+int header_fixed_step();
+int header_net_rollback();
+int header_net();
 
 namespace {
 struct Consumer {
@@ -58,6 +61,9 @@ const Consumer consumers[] = {{"world", &header_world},
                               {"schedule", &header_schedule},
                               {"chunk", &header_chunk},
                               {"mut", &header_mut},
+                              {"fixed_step", &header_fixed_step},
+                              {"net_rollback", &header_net_rollback},
+                              {"net", &header_net},
                               {"serialize", &header_serialize},
                               {"transform", &header_transform},
                               {"tessera", &header_tessera}};

@@ -14,7 +14,6 @@
 #include <tessera/component.hpp>
 #include <tessera/entity.hpp>
 
-#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -134,9 +133,12 @@ struct alignas(16) Column {
     void bound_blocks(std::uint32_t rows) const noexcept {
         for (std::size_t b = 0; b < tick_blocks(rows); ++b) {
             const std::uint64_t* t = changed + b * tick_block;
-            const std::size_t n = std::min<std::size_t>(tick_block, rows - b * tick_block);
-            changed_max[b] = *std::max_element(t, t + n);
-            if (changed_max[b] > changed_last) changed_last = changed_max[b];
+            const std::size_t n =
+                rows - b * tick_block < tick_block ? rows - b * tick_block : tick_block;
+            std::uint64_t m = t[0];
+            for (std::size_t i = 1; i < n; ++i) m = t[i] > m ? t[i] : m;
+            changed_max[b] = m;
+            if (m > changed_last) changed_last = m;
         }
     }
 };

@@ -10,7 +10,6 @@
 #include <tessera/detail/archetype.hpp>
 #include <tessera/entity.hpp>
 
-#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -388,9 +387,10 @@ public:
     [[nodiscard]] bool hooked(std::span<const ComponentId> ids) const noexcept {
         if (!hooked_) return false;
         // An id this world has not recorded yet has no observers of its own.
-        return hook_all_ || std::any_of(ids.begin(), ids.end(), [this](ComponentId id) {
-                   return id.value < components_.size() && components_[id.value].hooked;
-               });
+        if (hook_all_) return true;
+        for (const ComponentId id : ids)
+            if (id.value < components_.size() && components_[id.value].hooked) return true;
+        return false;
     }
     /// Whether a change of an entity in `a` (a spawn into it, a despawn from it) goes through
     /// the hooks.

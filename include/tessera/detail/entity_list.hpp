@@ -5,7 +5,6 @@
 
 #include <tessera/entity.hpp>
 
-#include <algorithm>
 #include <cstdint>
 #include <memory_resource>
 #include <span>
@@ -29,7 +28,7 @@ public:
     /// A copy of `other` allocating from `mr`.
     EntityList(const EntityList& other, std::pmr::memory_resource* mr) : mr_(mr) {
         reserve(other.size_);
-        std::copy_n(other.data(), other.size_, data());
+        for (std::uint32_t i = 0; i < other.size_; ++i) data()[i] = other.data()[i];
         size_ = other.size_;
     }
     EntityList& operator=(const EntityList&) = delete;
@@ -45,16 +44,18 @@ public:
     [[nodiscard]] std::span<const Entity> span() const noexcept { return {data(), size_}; }
     [[nodiscard]] Entity front() const noexcept { return data()[0]; }
     [[nodiscard]] bool contains(Entity e) const noexcept {
-        return std::find(begin(), end(), e) != end();
+        for (const Entity x : span())
+            if (x == e) return true;
+        return false;
     }
 
     /// Room for `n` entities in all (strong guarantee: bad_alloc leaves the list as it was).
     void reserve(std::size_t n) {
         if (n <= capacity_) return;
-        const std::uint32_t cap =
-            static_cast<std::uint32_t>(std::max<std::size_t>(n, std::size_t{capacity_} * 2));
+        const std::uint32_t cap = static_cast<std::uint32_t>(
+            n > capacity_ * std::size_t{2} ? n : capacity_ * std::size_t{2});
         auto* fresh = static_cast<Entity*>(mr_->allocate(cap * sizeof(Entity), alignof(Entity)));
-        std::copy_n(data(), size_, fresh);
+        for (std::uint32_t i = 0; i < size_; ++i) fresh[i] = data()[i];
         if (capacity_ > 1) mr_->deallocate(heap_, capacity_ * sizeof(Entity), alignof(Entity));
         heap_ = fresh;
         capacity_ = cap;
@@ -67,11 +68,12 @@ public:
     /// Removes the first `e`, keeping the order of the rest. False when absent.
     bool erase(Entity e) noexcept {
         Entity* d = data();
-        Entity* it = std::find(d, d + size_, e);
-        if (it == d + size_) return false;
-        std::copy(it + 1, d + size_, it);
-        --size_;
-        return true;
+        for (std::uint32_t i = 0; i < size_; ++i) {
+            if (d[i] != e) continue;
+            for (--size_; i < size_; ++i) d[i] = d[i + 1];
+            return true;
+        }
+        return false;
     }
     void clear() noexcept { size_ = 0; }
     /// Takes over `other`'s entities and storage (both use the same memory resource), dropping
