@@ -42,6 +42,9 @@ struct Flags {
 struct Local {  // never replicated
     int v = 0;
 };
+struct Local2 {  // never replicated, not trivially copyable
+    std::string s;
+};
 }  // namespace net_test
 
 TESSERA_REFLECT(net_test::Label, text, level)
@@ -348,6 +351,15 @@ TEST(Net, ALaggingClientGetsAFullStateAndCostsBoundedMemory) {
 
 // ---- hostile messages ----
 
+// The layout fingerprint the format sends for a type without field metadata: FNV-1a of its
+// size's 8 bytes (src/net/wire.hpp).
+std::uint64_t fingerprint_of_info(const ts::ComponentInfo& info) {
+    std::uint64_t h = 0xcbf29ce484222325ull;
+    const std::uint64_t size = info.size;
+    for (int i = 0; i < 8; ++i) h = (h ^ ((size >> (8 * i)) & 0xFF)) * 0x100000001b3ull;
+    return h;
+}
+
 // Builds messages by hand (the format of docs/networking.md).
 struct Forge {
     std::vector<std::byte> b;
@@ -590,6 +602,18 @@ TEST(Net, HostileMessagesAreRefusedAndChangeNothing) {
         f.u32(0);
         f.u32(0);
         refused(f.b, "Replica itself");
+    }
+    {
+        // A type of the client that is not trivially copyable, named with its own size and
+        // fingerprint (which a hostile server can compute): never filled with bytes.
+        Forge f;
+        f.header(5, 0);
+        f.varint(1);
+        component(f, std::string(ts::component_info<Local2>().name), 1, sizeof(Local2),
+                  fingerprint_of_info(ts::component_info<Local2>()));
+        f.u32(0);
+        f.u32(0);
+        refused(f.b, "bytes into a non-trivially-copyable type");
     }
     // After all that, the valid message still applies, and the client's own entity stays.
     mirror.apply(full);

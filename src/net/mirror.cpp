@@ -95,6 +95,12 @@ struct Mirror::Impl {
                 Reader::fail(quoted + ": its fields differ from the server's");
             if (info.reserved || id == component_id<Replica>())
                 Reader::fail(quoted + " can't be replicated");
+            // Bytes go only into trivially copyable values, fields only into constructible
+            // ones: a message naming any other type of this program is refused.
+            if (kind == static_cast<std::uint8_t>(wire::Kind::raw) && !info.trivially_copyable)
+                Reader::fail(quoted + " is not trivially copyable here");
+            if (kind == static_cast<std::uint8_t>(wire::Kind::fields) && !info.constructible())
+                Reader::fail(quoted + " is not default constructible here");
             for (const Resolved& c : comps) {
                 if (c.info == &info) Reader::fail(quoted + " is listed twice");
             }

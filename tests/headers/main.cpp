@@ -31,6 +31,7 @@ int header_transform();
 int header_tessera();
 int header_fixed_step();
 int header_net_rollback();
+int header_net();
 
 namespace {
 struct Consumer {
@@ -62,6 +63,7 @@ const Consumer consumers[] = {{"world", &header_world},
                               {"mut", &header_mut},
                               {"fixed_step", &header_fixed_step},
                               {"net_rollback", &header_net_rollback},
+                              {"net", &header_net},
                               {"serialize", &header_serialize},
                               {"transform", &header_transform},
                               {"tessera", &header_tessera}};
