@@ -3,6 +3,7 @@
 #include "schedule_impl.hpp"
 
 #include <tessera/detail/parallel.hpp>
+#include <tessera/system_stats.hpp>
 
 #include <algorithm>
 #include <array>
@@ -14,10 +15,10 @@
 #include <type_traits>
 #include <vector>
 
-// schedule.hpp declares tbb::task_arena itself, as oneTBB 2021 does; a oneTBB that declares it
-// elsewhere makes the two names differ (or clash) and fails here, not in a user's build.
-static_assert(std::is_same_v<tbb::task_arena, tbb::detail::d1::task_arena>,
-              "tessera: schedule.hpp's declaration of tbb::task_arena does not match oneTBB's");
+// Schedule::run(world, arena) takes oneTBB's arena as a template (schedule.hpp declares nothing
+// of oneTBB's): it must keep doing so.
+static_assert(tessera::detail::task_arena_like<tbb::task_arena>,
+              "tessera: tbb::task_arena no longer has what Schedule::run(world, arena) uses");
 
 namespace tessera {
 
@@ -76,14 +77,15 @@ struct SerialScope {
 };
 }  // namespace
 
-tbb::task_arena* Schedule::Impl::own_arena() {
+const detail::ArenaRef* Schedule::Impl::own_arena() {
     if (workers < 2) return nullptr;
     if (!arena) {
         auto made = std::make_unique<tbb::task_arena>(static_cast<int>(workers));
         made->initialize();
         arena = std::move(made);
+        arena_ref = detail::ArenaRef::of(*arena);
     }
-    return arena.get();
+    return &arena_ref;
 }
 
 SystemConfig Schedule::add_system(std::string name, std::unique_ptr<detail::SystemBase> system) {
@@ -109,20 +111,12 @@ void Schedule::run(World& world, float dt, std::string_view group) {
     run_group(world, nullptr, dt, group);
 }
 
-void Schedule::run(World& world, tbb::task_arena& arena, float dt) {
-    run_group(world, &arena, dt, {});
-}
-
-void Schedule::run(World& world, tbb::task_arena& arena, float dt, std::string_view group) {
-    run_group(world, &arena, dt, group);
-}
-
-void Schedule::run_group(World& world, tbb::task_arena* given, float dt, std::string_view group) {
+void Schedule::run_group(World& world, const detail::ArenaRef* given, float dt,
+                         std::string_view group) {
     // A run changes the whole world (systems, ticks, sync points): not from par_each workers.
     detail::check_not_parallel(world.storage(), "Schedule::run");
     if (given != nullptr) {
-        if (!given->is_active()) given->initialize();
-        impl_->run(world, given->max_concurrency(), given, dt, group);
+        impl_->run(world, given->prepare(given->arena), given, dt, group);
         return;
     }
     if (impl_->workers == 1) {
@@ -130,7 +124,7 @@ void Schedule::run_group(World& world, tbb::task_arena* given, float dt, std::st
         impl_->run(world, 1, nullptr, dt, group);
         return;
     }
-    if (tbb::task_arena* arena = impl_->own_arena()) {
+    if (const detail::ArenaRef* arena = impl_->own_arena()) {
         impl_->run(world, static_cast<int>(impl_->workers), arena, dt, group);
         return;
     }
@@ -158,8 +152,8 @@ void Schedule::run_system(std::string_view name, World& world, float dt) {
     std::exception_ptr error;
     try {
         const SerialScope serial(world, impl_->workers == 1);
-        if (tbb::task_arena* arena = impl_->own_arena())
-            arena->execute([&] { impl_->run_one(s, world, tick, dt, impl_->profiling); });
+        if (const detail::ArenaRef* arena = impl_->own_arena())
+            arena->run([&] { impl_->run_one(s, world, tick, dt, impl_->profiling); });
         else
             impl_->run_one(s, world, tick, dt, impl_->profiling);
     } catch (...) {
@@ -232,8 +226,12 @@ void Schedule::set_system_ticks(std::span<const std::uint64_t> ticks) {
     for (std::size_t i = 0; i < ticks.size(); ++i) impl_->systems[i]->last_tick = ticks[i];
 }
 
-void Schedule::set_parallel_threshold(std::optional<std::chrono::nanoseconds> threshold) noexcept {
-    impl_->threshold = threshold;
+void Schedule::set_parallel_threshold(std::nullopt_t) noexcept {
+    impl_->threshold = std::nullopt;
+}
+
+void Schedule::set_threshold_ns(std::int64_t ns) noexcept {
+    impl_->threshold = std::chrono::nanoseconds(ns);
 }
 
 void Schedule::set_profiling(bool on) noexcept {

@@ -129,12 +129,13 @@ struct Schedule::Impl {
     bool profiling = false;
     std::size_t workers = 0;                 ///< Schedule(workers); 0: oneTBB's default arena
     std::unique_ptr<tbb::task_arena> arena;  ///< for workers > 1, made on the first run
+    detail::ArenaRef arena_ref;              ///< `arena`, as the runs take it
     std::unique_ptr<detail::Trace> trace;    ///< `trace_to` in progress (schedule_trace.cpp)
     /// The trace recording the frame that runs now, else null: `run_one` records into it.
     detail::Trace* tracing = nullptr;
 
     /// The schedule's own arena (workers > 1; made on first use), else null.
-    tbb::task_arena* own_arena();
+    const detail::ArenaRef* own_arena();
 
     SystemEntry* find(std::string_view name) const noexcept {
         for (const auto& s : systems) {
@@ -150,7 +151,7 @@ struct Schedule::Impl {
 
     void build();
     void build_phase(std::size_t p);
-    void run_phase(std::size_t p, World& w, int workers, tbb::task_arena* arena, float dt);
+    void run_phase(std::size_t p, World& w, int workers, const detail::ArenaRef* arena, float dt);
     void prepare(SystemEntry& s, World& w);
     void check_resources(SystemEntry& s, const World& w, const char* op) const;
     void run_one(SystemEntry& s, World& w, std::uint64_t tick, float dt, bool measure);
@@ -159,15 +160,17 @@ struct Schedule::Impl {
                          int workers) noexcept;
     void run_inline(PhaseGraph& g, PhaseRun& r, World& w, float dt, bool measure);
     void run_parallel(PhaseGraph& g, PhaseRun& r, World& w, float dt, int workers,
-                      tbb::task_arena* arena);
+                      const detail::ArenaRef* arena);
     void run_segment(PhaseGraph& g, PhaseRun& r, World& w, float dt, int workers,
-                     tbb::task_arena* arena, std::uint32_t first, std::uint32_t last);
+                     const detail::ArenaRef* arena, std::uint32_t first, std::uint32_t last);
     /// The sync point of one system: applies its commands and events (`ok`) or drops them.
     /// Returns what applying them threw (the rest of them dropped), or null.
     std::exception_ptr sync(SystemEntry& s, World& w, bool ok) noexcept;
     /// One frame, traced when a trace is in progress (schedule_trace.cpp).
-    void run(World& w, int workers, tbb::task_arena* arena, float dt, std::string_view group);
-    void run_frame(World& w, int workers, tbb::task_arena* arena, float dt, std::string_view group);
+    void run(World& w, int workers, const detail::ArenaRef* arena, float dt,
+             std::string_view group);
+    void run_frame(World& w, int workers, const detail::ArenaRef* arena, float dt,
+                   std::string_view group);
 };
 
 }  // namespace tessera

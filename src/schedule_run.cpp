@@ -145,7 +145,7 @@ void Schedule::Impl::run_inline(PhaseGraph& g, PhaseRun& r, World& w, float dt, 
 // system after it follows it (it conflicts with all), so the phase splits there into segments
 // that run in parallel, with the exclusive system inline between them.
 void Schedule::Impl::run_parallel(PhaseGraph& g, PhaseRun& r, World& w, float dt, int workers,
-                                  tbb::task_arena* arena) {
+                                  const detail::ArenaRef* arena) {
     const auto n = static_cast<std::uint32_t>(g.order.size());
     std::atomic<std::uint8_t>* skipped = g.skipped.get();
     for (std::uint32_t k = 0; k < n; ++k) skipped[k].store(0, std::memory_order_relaxed);
@@ -158,7 +158,7 @@ void Schedule::Impl::run_parallel(PhaseGraph& g, PhaseRun& r, World& w, float dt
         if (ok) {
             try {
                 if (arena != nullptr)
-                    arena->execute([&] { run_one(*g.order[k], w, r.ticks[k], dt, true); });
+                    arena->run([&] { run_one(*g.order[k], w, r.ticks[k], dt, true); });
                 else
                     run_one(*g.order[k], w, r.ticks[k], dt, true);
             } catch (...) {
@@ -177,7 +177,8 @@ void Schedule::Impl::run_parallel(PhaseGraph& g, PhaseRun& r, World& w, float dt
 
 // Runs positions [first, last) of a phase in parallel; those before `first` are done.
 void Schedule::Impl::run_segment(PhaseGraph& g, PhaseRun& r, World& w, float dt, int workers,
-                                 tbb::task_arena* arena, std::uint32_t first, std::uint32_t last) {
+                                 const detail::ArenaRef* arena, std::uint32_t first,
+                                 std::uint32_t last) {
     std::atomic<std::uint32_t>* remaining = g.remaining.get();
     std::atomic<std::uint8_t>* skipped = g.skipped.get();
     std::uint32_t* const pending = g.pending.data();
@@ -265,7 +266,7 @@ void Schedule::Impl::run_segment(PhaseGraph& g, PhaseRun& r, World& w, float dt,
         tasks.wait();
     };
     if (arena != nullptr)
-        arena->execute(body);
+        arena->run(body);
     else
         body();
 #endif
@@ -333,7 +334,7 @@ bool Schedule::Impl::choose_parallel(PhaseGraph& g, std::size_t active, std::uin
     return faster;
 }
 
-void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_arena* arena,
+void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, const detail::ArenaRef* arena,
                                float dt) {
     PhaseGraph& g = phases[p];
     const std::size_t n = g.order.size();
@@ -374,7 +375,7 @@ void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_a
         run_parallel(g, r, w, dt, workers, arena);
     } else if (arena != nullptr) {
         // Inside the engine's arena, so a par_each in a system uses its workers.
-        arena->execute([&] { run_inline(g, r, w, dt, measure); });
+        arena->run([&] { run_inline(g, r, w, dt, measure); });
     } else {
         run_inline(g, r, w, dt, measure);
     }
@@ -445,7 +446,7 @@ void Schedule::Impl::run_phase(std::size_t p, World& w, int workers, tbb::task_a
     }
 }
 
-void Schedule::Impl::run_frame(World& w, int workers, tbb::task_arena* arena, float dt,
+void Schedule::Impl::run_frame(World& w, int workers, const detail::ArenaRef* arena, float dt,
                                std::string_view group) {
     build();
     // A frame takes at most a tick per system and one per phase: refuse it, before anything

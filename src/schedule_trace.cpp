@@ -121,7 +121,7 @@ void Schedule::trace_to(const std::string& path, std::size_t frames) {
     impl_->trace = std::move(next);
 }
 
-void Schedule::Impl::run(World& w, int workers, tbb::task_arena* arena, float dt,
+void Schedule::Impl::run(World& w, int workers, const detail::ArenaRef* arena, float dt,
                          std::string_view group) {
     if (trace == nullptr) [[likely]] {
         run_frame(w, workers, arena, dt, group);

@@ -4,6 +4,7 @@
 // schedule access and order, and argument errors. test_gpu_cuda.cu compiles this file with
 // nvcc; on a machine with a device the parity tests then run on CUDA too.
 #include <tessera/gpu.hpp>
+#include <tessera/system_stats.hpp>
 #include <tessera/tessera.hpp>
 
 #include <gtest/gtest.h>

@@ -1,6 +1,7 @@
 // Schedules (schedule.hpp): order, conflicts and layers, strict mode and build errors, phases and
 // manual systems, enable/remove, class systems, missing resources, failures, sync points and
 // per-system change ticks.
+#include <tessera/system_stats.hpp>
 #include <tessera/tessera.hpp>
 
 #include <nlohmann/json.hpp>

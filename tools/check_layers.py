@@ -60,7 +60,7 @@ MODULES = [
     ("transforms", [I + "transform.hpp", "src/transform*"]),
     ("serialization", [I + "snapshot.hpp", I + "serialize.hpp", "src/snapshot.cpp",
                        "src/serialize*", "src/state_hash.cpp"]),
-    ("schedules", [I + "system.hpp", I + "schedule.hpp", "src/schedule*"]),
+    ("schedules", [I + "system.hpp", I + "schedule.hpp", I + "system_stats.hpp", "src/schedule*"]),
     ("fixed_step", [I + "fixed_step.hpp", "src/fixed_step.cpp"]),
     # net/enet.hpp is net_enet's, so net names its headers one by one.
     ("net", [I + "net.hpp", I + "net/replicator.hpp", I + "net/mirror.hpp",

@@ -48,15 +48,9 @@
 #include <tessera/system.hpp>
 #include <tessera/world.hpp>
 
-// std::chrono::duration and the clocks, without <chrono>'s calendar, time zones and the
-// <sstream> they pull in (libstdc++ declares them in bits/chrono.h, which <chrono> includes).
-#if defined(__GLIBCXX__) && __has_include(<bits/chrono.h>)
-#include <bits/chrono.h>
-#else
-#include <chrono>
-#endif
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -66,19 +60,46 @@
 #include <utility>
 #include <vector>
 
-// oneTBB's task arena, declared as oneTBB 2021 declares it so that this header needs none of
-// oneTBB's (src/schedule.cpp checks the declaration against <tbb/task_arena.h>). Include
-// <tbb/task_arena.h> to make an arena for `Schedule::run(world, arena)`.
-namespace tbb {
-namespace detail::d1 {
-class task_arena;
-}  // namespace detail::d1
-inline namespace v1 {
-using detail::d1::task_arena;
-}  // namespace v1
-}  // namespace tbb
-
 namespace tessera {
+
+namespace detail {
+/// What `Schedule::run(world, arena)` needs of a `tbb::task_arena`.
+template <class A>
+concept task_arena_like = requires(A& a) {
+    a.max_concurrency();
+    a.is_active();
+    a.initialize();
+};
+/// An engine's task arena with its type erased (`Schedule::run(world, arena)`), so that
+/// schedule.hpp declares nothing of oneTBB's: `prepare` initialises it and returns its
+/// concurrency, `execute` runs `fn(context)` inside it.
+struct ArenaRef {
+    void* arena = nullptr;
+    int (*prepare)(void* arena) = nullptr;
+    void (*execute)(void* arena, void (*fn)(void*), void* context) = nullptr;
+
+    /// Runs `f()` inside the arena.
+    template <class F>
+    void run(F&& f) const {
+        using Fn = std::remove_reference_t<F>;
+        execute(
+            arena, [](void* c) { (*static_cast<Fn*>(c))(); },
+            const_cast<void*>(static_cast<const void*>(std::addressof(f))));
+    }
+    template <class A>
+    static ArenaRef of(A& a) noexcept {
+        return {&a,
+                [](void* p) {
+                    A& x = *static_cast<A*>(p);
+                    if (!x.is_active()) x.initialize();
+                    return static_cast<int>(x.max_concurrency());
+                },
+                [](void* p, void (*fn)(void*), void* context) {
+                    static_cast<A*>(p)->execute([fn, context] { fn(context); });
+                }};
+    }
+};
+}  // namespace detail
 
 /// When a system runs.
 enum class Phase : std::uint8_t {
@@ -95,23 +116,9 @@ enum class Phase : std::uint8_t {
 
 class Schedule;
 
-/// What `Schedule::stats` reports about one system.
-struct SystemStats {
-    std::string name;             ///< the system's name
-    Phase phase = Phase::update;  ///< the phase it runs in
-    std::size_t position = 0;     ///< in its phase's deterministic order
-    bool enabled = true;          ///< off systems don't run (`Schedule::enable`)
-    bool exclusive = false;       ///< takes `World&` without declared access: runs alone
-    /// Component names it reads / writes (deduced and declared), then "resource <T>" entries.
-    std::vector<std::string> reads;
-    /// Component names it writes, then "resource <T>" entries.
-    std::vector<std::string> writes;
-    std::uint64_t runs = 0;  ///< runs timed while profiling was on
-    /// Over its last (up to) 128 timed runs; zero before the first.
-    std::chrono::nanoseconds last{0};
-    std::chrono::nanoseconds median{0};  ///< median of those runs
-    std::chrono::nanoseconds p99{0};     ///< 99th percentile of those runs
-};
+/// What `Schedule::stats` reports about one system: defined in tessera/system_stats.hpp
+/// (include it to call `stats`), which brings `<chrono>`.
+struct SystemStats;
 
 /// Configures one system of a schedule (returned by `Schedule::add`; calls chain). Valid until
 /// the schedule's next `add`/`remove`. Changes take effect at the next build.
@@ -225,11 +232,21 @@ public:
     /// @throws Error(unknown_system) when `group` is not "" and no system belongs to it; the
     /// errors of `run(world, dt)`
     void run(World& world, float dt, std::string_view group);
-    /// `run` on the engine's arena, whatever the schedule's worker count: the arena's
-    /// concurrency is the number of workers (1 runs every system inline on the calling thread).
-    void run(World& world, tbb::task_arena& arena, float dt = 0.0f);
+    /// `run` on the engine's `tbb::task_arena` (include `<tbb/task_arena.h>` to make one),
+    /// whatever the schedule's worker count: the arena's concurrency is the number of workers
+    /// (1 runs every system inline on the calling thread). A template over the arena's type, so
+    /// this header declares nothing of oneTBB's.
+    template <class Arena>
+    requires detail::task_arena_like<Arena>
+    void run(World& world, Arena& arena, float dt = 0.0f) {
+        run_group(world, detail::ArenaRef::of(arena), dt, {});
+    }
     /// `run(world, dt, group)` on the engine's arena (see `run(world, arena, dt)`).
-    void run(World& world, tbb::task_arena& arena, float dt, std::string_view group);
+    template <class Arena>
+    requires detail::task_arena_like<Arena>
+    void run(World& world, Arena& arena, float dt, std::string_view group) {
+        run_group(world, detail::ArenaRef::of(arena), dt, group);
+    }
     /// Runs one system now (any phase, `manual` included), alone, with its sync point, on the
     /// calling thread (its `par_each` loops on the schedule's workers).
     /// @throws Error(unknown_system), Error(system_failed), Error(invalid_argument) from the
@@ -276,8 +293,24 @@ public:
     /// graph leaves nothing to overlap, or whose measured system times say parallel could not
     /// win (its critical path is nearly its total), stays inline. A fixed `threshold` replaces
     /// that: the phase runs in parallel when its systems took at least `threshold` in total the
-    /// last time they ran (zero: every phase whose graph allows it).
-    void set_parallel_threshold(std::optional<std::chrono::nanoseconds> threshold) noexcept;
+    /// last time they ran (zero: every phase whose graph allows it). `threshold` is a
+    /// `std::chrono::duration` (a template, so this header needs no `<chrono>`), or
+    /// `std::nullopt` for the automatic choice.
+    template <class Duration>
+    requires requires(const Duration& d) {
+        d.count();
+        Duration::period::num;
+    }
+    void set_parallel_threshold(const Duration& threshold) noexcept {
+        using P = typename Duration::period;
+        const long double ns = static_cast<long double>(threshold.count()) * P::num * 1e9L / P::den;
+        // Clamped: a duration past 2^63 ns (`nanoseconds::max()`) is "never parallel".
+        set_threshold_ns(ns >= 9.2e18L ? std::numeric_limits<std::int64_t>::max()
+                         : ns <= 0     ? std::int64_t{0}
+                                       : static_cast<std::int64_t>(ns));
+    }
+    /// Back to the automatic choice (the default).
+    void set_parallel_threshold(std::nullopt_t) noexcept;
 
     /// Turns per-system timing on or off (default off). While on, every system run is timed
     /// (two clock reads, tens of nanoseconds) and `stats` reports the times.
@@ -304,7 +337,11 @@ public:
 private:
     friend class SystemConfig;
     SystemConfig add_system(std::string name, std::unique_ptr<detail::SystemBase> system);
-    void run_group(World& world, tbb::task_arena* arena, float dt, std::string_view group);
+    void run_group(World& world, const detail::ArenaRef* arena, float dt, std::string_view group);
+    void run_group(World& world, const detail::ArenaRef& arena, float dt, std::string_view group) {
+        run_group(world, &arena, dt, group);
+    }
+    void set_threshold_ns(std::int64_t ns) noexcept;
     std::unique_ptr<Impl> impl_;
 };
 

@@ -2,6 +2,7 @@
 #include "history.hpp"
 
 #include <tessera/schedule.hpp>
+#include <tessera/system_stats.hpp>
 
 #include <algorithm>
 

@@ -14,6 +14,7 @@
 #include <tessera/inspect.hpp>
 #include <tessera/relation.hpp>
 #include <tessera/schedule.hpp>
+#include <tessera/system_stats.hpp>
 #include <tessera/world.hpp>
 
 #include "../utf8.hpp"

@@ -1,5 +1,6 @@
 // schedule.hpp alone: Schedule, SystemConfig, SystemStats and phase_name.
 #include <tessera/schedule.hpp>
+#include <tessera/system_stats.hpp>
 
 #include <chrono>
 #include <string>
