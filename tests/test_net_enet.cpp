@@ -3,6 +3,8 @@
 #include <tessera/error.hpp>
 #include <tessera/net/enet.hpp>
 
+#include "common/byte_pattern.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -27,24 +29,8 @@ namespace {
 
 using Bytes = std::vector<std::byte>;
 
-Bytes bytes_of(const std::string& s) {
-    Bytes b(s.size());
-    if (!s.empty()) std::memcpy(b.data(), s.data(), s.size());
-    return b;
-}
-
-// A deterministic pattern of n bytes (so a reordered or truncated fragment shows).
-Bytes pattern(std::size_t n, std::uint32_t seed) {
-    Bytes b(n);
-    std::uint32_t x = seed * 2654435761u + 1;
-    for (std::size_t i = 0; i < n; ++i) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        b[i] = static_cast<std::byte>(x);
-    }
-    return b;
-}
+using tessera::test::bytes_of;
+using tessera::test::pattern;
 
 struct Got {
     net::EnetEvent::Kind kind;

@@ -11,6 +11,8 @@
 #include <tessera/error.hpp>
 #include <tessera/net/enet.hpp>
 
+#include "common/byte_pattern.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -28,23 +30,8 @@ namespace {
 
 using Bytes = std::vector<std::byte>;
 
-Bytes pattern(std::size_t n, std::uint32_t seed) {
-    Bytes b(n);
-    std::uint32_t x = seed * 2654435761u + 1;
-    for (std::size_t i = 0; i < n; ++i) {
-        x ^= x << 13;
-        x ^= x >> 17;
-        x ^= x << 5;
-        b[i] = static_cast<std::byte>(x);
-    }
-    return b;
-}
-
-Bytes text(const std::string& s) {
-    Bytes b(s.size());
-    std::memcpy(b.data(), s.data(), s.size());
-    return b;
-}
+using tessera::test::bytes_of;
+using tessera::test::pattern;
 
 bool same(std::span<const std::byte> a, const Bytes& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size()) == 0;
@@ -85,7 +72,7 @@ int run_server() {
                     if (e.channel == net::Channel::ack) {
                         ++acks;
                     } else if (e.channel == net::Channel::control && !hello) {
-                        hello = same(e.bytes, text("hello"));
+                        hello = same(e.bytes, bytes_of("hello"));
                         if (!hello) error = "the first control message is not hello";
                     } else if (e.channel == net::Channel::control) {
                         big = same(e.bytes, big_in);
@@ -95,7 +82,7 @@ int run_server() {
                     }
                     if (hello && big && acks > 0 && !answered) {
                         server.send(e.peer, big_out, net::Channel::delta);
-                        server.send(e.peer, text("done"), net::Channel::control);
+                        server.send(e.peer, bytes_of("done"), net::Channel::control);
                         answered = true;
                     }
                     break;
@@ -114,8 +101,9 @@ int run_client() {
     if (!(std::cin >> port) || port == 0 || port > 65535) return fail("client", "no port on stdin");
     net::EnetClient client("127.0.0.1", static_cast<std::uint16_t>(port));
     client.connect(5000ms);
-    client.send(text("hello"), net::Channel::control);
-    for (int i = 0; i < 50; ++i) client.send(text("ack " + std::to_string(i)), net::Channel::ack);
+    client.send(bytes_of("hello"), net::Channel::control);
+    for (int i = 0; i < 50; ++i)
+        client.send(bytes_of("ack " + std::to_string(i)), net::Channel::ack);
     client.send(pattern(200'000, 7), net::Channel::control);
     const Bytes big_out = pattern(500'000, 8);
     bool big = false;
@@ -133,7 +121,7 @@ int run_client() {
                 big = same(e.bytes, big_out);
                 if (!big) error = "the big delta differs";
             } else if (e.channel == net::Channel::control) {
-                done = same(e.bytes, text("done"));
+                done = same(e.bytes, bytes_of("done"));
                 if (!done) error = "unexpected control message";
             }
         });
