@@ -239,13 +239,15 @@ public:
     template <class Arena>
     requires detail::task_arena_like<Arena>
     void run(World& world, Arena& arena, float dt = 0.0f) {
-        run_group(world, detail::ArenaRef::of(arena), dt, {});
+        const detail::ArenaRef ref = detail::ArenaRef::of(arena);
+        run_group(world, &ref, dt, {});
     }
     /// `run(world, dt, group)` on the engine's arena (see `run(world, arena, dt)`).
     template <class Arena>
     requires detail::task_arena_like<Arena>
     void run(World& world, Arena& arena, float dt, std::string_view group) {
-        run_group(world, detail::ArenaRef::of(arena), dt, group);
+        const detail::ArenaRef ref = detail::ArenaRef::of(arena);
+        run_group(world, &ref, dt, group);
     }
     /// Runs one system now (any phase, `manual` included), alone, with its sync point, on the
     /// calling thread (its `par_each` loops on the schedule's workers).
@@ -338,9 +340,6 @@ private:
     friend class SystemConfig;
     SystemConfig add_system(std::string name, std::unique_ptr<detail::SystemBase> system);
     void run_group(World& world, const detail::ArenaRef* arena, float dt, std::string_view group);
-    void run_group(World& world, const detail::ArenaRef& arena, float dt, std::string_view group) {
-        run_group(world, &arena, dt, group);
-    }
     void set_threshold_ns(std::int64_t ns) noexcept;
     std::unique_ptr<Impl> impl_;
 };
