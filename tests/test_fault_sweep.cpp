@@ -59,6 +59,10 @@ struct Counted {
     Counted& operator=(Counted&&) noexcept = default;
     ~Counted() { --live; }
 };
+/// Requires Label and Counted (component_traits below): its adds bring them along.
+struct Needy {
+    int v = 0;
+};
 /// A component that can't be copied (so no copy of the world can be made).
 struct Solo {
     int v = 0;
@@ -88,6 +92,7 @@ TESSERA_REFLECT(A, v)
 TESSERA_REFLECT(B, x, y)
 TESSERA_REFLECT(Label, s)
 TESSERA_REFLECT(Counted, v)
+TESSERA_REFLECT(Needy, v)
 TESSERA_REFLECT(Rope, s)
 TESSERA_REFLECT(Solo, v)
 
@@ -111,6 +116,15 @@ void once_in_loop(World& w, F&& call) {
 
 // ---------------------------------------------------------------------------------------------
 // The world a row starts from, and what its call needs.
+}  // namespace
+
+template <>
+struct tessera::component_traits<Needy> {
+    using required = tessera::type_list<Label, Counted>;
+};
+
+namespace {
+
 struct Fix {
     std::vector<Entity> e;  // e[0..9], see setup()
     std::vector<Entity> many;
@@ -378,6 +392,16 @@ std::vector<Row> rows() {
     r.push_back(
         make("despawn(e6) no relation", [](World& w, Fix& f) { EXPECT_TRUE(w.despawn(f.e[6])); }));
     r.push_back(make("add(e0, runtime component)", [](World& w, Fix& f) { w.add(f.e[0], f.rt); }));
+    // Required components: the ones brought along are made before the move, in the same move.
+    r.push_back(make("spawn(Needy) brings Label, Counted",
+                     [](World& w, Fix&) { (void)w.spawn(Needy{410}); }));
+    r.push_back(make("add(e0, Needy) brings the missing requirements",
+                     [](World& w, Fix& f) { w.add(f.e[0], Needy{411}); }));
+    r.push_back(make("add(e1, Needy by id) brings the missing requirements",
+                     [](World& w, Fix& f) { w.add(f.e[1], tessera::component_id<Needy>()); }));
+    r.push_back(make("spawn_many(40, Needy&) brings them in every row", [](World& w, Fix&) {
+        (void)w.spawn_many(40, [](std::size_t i, Needy& n) { n.v = static_cast<int>(i); });
+    }));
     r.push_back(make("component(name, schema) defines a runtime component", [](World& w, Fix&) {
         (void)w.component("SweepDefined", {{"a", tessera::Field::f32}, {"b", tessera::Field::str}});
     }));

@@ -13,6 +13,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <random>
@@ -76,6 +77,21 @@ struct TagA {
 struct TagB {
     bool operator==(const TagB&) const = default;
 };
+
+}  // namespace
+
+// Required components: C12 requires TagB, which requires C1, so every add of C12 brings TagB
+// and C1 (value-initialised) when missing, and every add of TagB brings C1.
+template <>
+struct tessera::component_traits<C12> {
+    using required = tessera::type_list<TagB>;
+};
+template <>
+struct tessera::component_traits<TagB> {
+    using required = tessera::type_list<C1>;
+};
+
+namespace {
 
 static_assert(sizeof(C1) == 1 && sizeof(C4) == 4 && sizeof(C8) == 8 && sizeof(C12) == 12 &&
               sizeof(C16) == 16 && sizeof(C32) == 32);
@@ -301,6 +317,19 @@ private:
         if (tracked_[I]) row.ticks[I].changed = tick_;
     }
 
+    /// What the world brings along with components `added` (the traits above): each
+    /// requirement the row lacks, value-initialised and stamped added.
+    void bring_required(Row& row, std::initializer_list<std::size_t> added) {
+        constexpr std::size_t kC1 = 0, kC12 = 3, kTagB = 11;
+        for (const std::size_t i : added) {
+            if (i == kC12 && !std::get<kTagB>(row.values)) std::get<kTagB>(row.values) = TagB{};
+            if ((i == kC12 || i == kTagB) && !std::get<kC1>(row.values)) {
+                std::get<kC1>(row.values) = C1{};
+                stamp_added<kC1>(row, false);
+            }
+        }
+    }
+
     /// The first read of T's ticks turns tracking on: every existing row is stamped now.
     template <std::size_t I>
     void activate() {
@@ -452,6 +481,7 @@ private:
         Row& row = insert_model(e);
         ((std::get<I>(row.values) = std::move(std::get<I>(vals))), ...);
         (stamp_added<I>(row, false), ...);
+        bring_required(row, {I...});
     }
 
     void spawn_many_a() {
@@ -595,6 +625,7 @@ private:
         world_.add(e, Spec<T>::to_world(v));
         std::get<I>(row.values) = std::move(v);
         stamp_added<I>(row, was);
+        bring_required(row, {I});
     }
 
     /// add<T>(e): a value-initialised T (a tag, or a fresh value replacing an existing one).
@@ -608,6 +639,7 @@ private:
             std::get<I>(row.values) = T{};
             EXPECT_TRUE(world_.has<T>(e));
             if constexpr (!Spec<T>::is_tag) stamp_added<I>(row, was);
+            bring_required(row, {I});
         }
     }
 
@@ -621,6 +653,7 @@ private:
         std::size_t k = 0;
         ((std::get<I>(row.values) = std::move(std::get<I>(vals)), stamp_added<I>(row, was[k++])),
          ...);
+        bring_required(row, {I...});
     }
 
     template <std::size_t I>

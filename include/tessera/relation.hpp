@@ -125,6 +125,9 @@ struct RelationAccess {
 template <class R>
 const RelationType& relation_type() {
     static_assert(Component<R>, "tessera: a relation type must be a valid component type");
+    static_assert(!detail::brings_required_v<R>,
+                  "tessera: a relation type can't declare required components (relate and "
+                  "unrelate keep its data; add what it needs to the source yourself)");
     static const RelationType type{component_id<R>(), component_id<Targets<R>>(),
                                    std::is_same_v<R, ChildOf>, &RelationAccess::make<R>};
     return type;

@@ -159,8 +159,6 @@ struct view_filter<Added<T>> : std::true_type {};
 template <class T>
 struct view_filter<Changed<T>> : std::true_type {};
 
-template <class... A>
-struct type_list {};
 template <class L, class A>
 struct push_back;
 template <class... Ts, class A>
@@ -261,7 +259,7 @@ struct view_access<type_list<Ts...>, type_list<Fs...>> {
 /// system's tick. Valid only during the system call.
 template <class... Args>
 class View {
-    using split = detail::split_view<detail::type_list<>, detail::type_list<>, Args...>;
+    using split = detail::split_view<type_list<>, type_list<>, Args...>;
 
 public:
     /// The `Query` over the terms that the system keeps between runs.
