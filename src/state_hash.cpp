@@ -111,6 +111,7 @@ std::uint64_t hash_world(const Storage& s) {
     // Names (names.hpp), when the world has any: a world without names hashes as before.
     std::uint64_t names = 0;
     bool named = false;
+    std::pair<std::uint64_t*, bool*> acc{&names, &named};
     each_name(
         s,
         [](void* ctx, Entity e, std::string_view name) {
@@ -122,7 +123,7 @@ std::uint64_t hash_world(const Storage& s) {
             *acc += mix(hs.h);
             *any = true;
         },
-        &std::pair<std::uint64_t*, bool*>{&names, &named});
+        &acc);
     if (named) total.add(names);
     return total.h;
 }

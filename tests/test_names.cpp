@@ -3,6 +3,8 @@
 #include <tessera/serialize.hpp>
 #include <tessera/tessera.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <gtest/gtest.h>
 
 #include "common/error_of.hpp"
