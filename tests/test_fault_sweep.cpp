@@ -129,6 +129,7 @@ struct Fix {
     std::vector<Entity> e;  // e[0..9], see setup()
     std::vector<Entity> many;
     Entity root, kid1, kid2, grand;  // the hierarchy of the related variants
+    Entity prefab;                   // a prefab with a child prefab (prepare_prefab)
     tessera::ComponentId rt;         // a runtime component
     tessera::ComponentId named;      // a runtime component with a str field
     std::vector<tessera::Observer> observers;
@@ -361,6 +362,14 @@ void buffered_despawn_related(World&, Fix& f, std::size_t limit) {
     if (l.next()) cb.despawn(f.e[5]);  // a Rope target
     if (l.next()) cb.despawn(f.root == Entity::null() ? f.e[9] : f.root);  // a hierarchy's root
     if (l.next()) cb.spawn(A{311});
+}
+
+/// A prefab with heap-owning and counted values and a child prefab (a row's prepare).
+void prepare_prefab(World& w, Fix& f) {
+    f.prefab = w.prefab(A{500}, Label{text(500)}, Counted{500});
+    const Entity kid = w.prefab(B{5, 5}, Label{text(501)}, Counted{501});
+    w.relate<tessera::ChildOf>(kid, f.prefab);
+    w.relate<tessera::ChildOf>(w.prefab(Counted{502}), kid);
 }
 
 Row make(std::string name, std::function<void(World&, Fix&)> op,
@@ -731,6 +740,29 @@ std::vector<Row> rows() {
             f.schedule->add("change", [e0](tessera::Commands c) { c.add(e0, Counted{991}); });
         };
         r.push_back(row);
+    }
+    // Prefabs and names (prefab.hpp, names.hpp).
+    {
+        Row row = make("instantiate(prefab, B{}) with child prefabs", [](World& w, Fix& f) {
+            const Entity e = w.instantiate(f.prefab, B{6, 6});
+            EXPECT_EQ(w.prefab_of(e), f.prefab);
+            EXPECT_EQ(w.children(e).size(), 1u);
+        });
+        row.prepare = prepare_prefab;
+        r.push_back(std::move(row));
+    }
+    {
+        Row row = make("instantiate_many(prefab, 5) with child prefabs", [](World& w, Fix& f) {
+            EXPECT_EQ(w.instantiate_many(f.prefab, 5).size(), 5u);
+        });
+        row.prepare = prepare_prefab;
+        r.push_back(std::move(row));
+    }
+    {
+        Row row = make("set_name(e1, a long name)",
+                       [](World& w, Fix& f) { w.set_name(f.e[1], std::string(40, 'n')); });
+        row.prepare = [](World& w, Fix& f) { w.set_name(f.e[0], "first"); };
+        r.push_back(std::move(row));
     }
     return r;
 }

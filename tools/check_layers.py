@@ -34,7 +34,8 @@ I = "include/tessera/"
 MODULES = [
     ("base", [I + "assert.hpp", I + "error.hpp", I + "entity.hpp", I + "fwd.hpp",
               I + "detail/type_list.hpp", "src/error.cpp", "src/entity.cpp", "src/utf8.hpp"]),
-    ("components", [I + "component.hpp", I + "reflect.hpp", "src/registry.cpp"]),
+    ("components", [I + "component.hpp", I + "reflect.hpp", I + "prefab_tags.hpp",
+                    "src/registry.cpp"]),
     ("core", [I + "detail/archetype.hpp", I + "detail/core.hpp", "src/core.cpp",
               "src/core_copy.cpp", "src/core_move.cpp"]),
     ("operations", [I + "detail/attachment.hpp", I + "detail/hooks.hpp",
@@ -57,6 +58,8 @@ MODULES = [
     ("resources", [I + "resource.hpp", "src/resource.cpp"]),
     ("events", [I + "events.hpp", "src/events.cpp"]),
     ("dynamic", [I + "dynamic.hpp", I + "detail/field_value.hpp", "src/dynamic.cpp"]),
+    ("authoring", [I + "prefab.hpp", I + "names.hpp", I + "module.hpp", "src/prefab.cpp",
+                   "src/names.cpp", "src/module.cpp"]),
     ("transforms", [I + "transform.hpp", "src/transform*"]),
     ("serialization", [I + "snapshot.hpp", I + "serialize.hpp", "src/snapshot.cpp",
                        "src/serialize*", "src/state_hash.cpp"]),

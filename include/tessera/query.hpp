@@ -17,6 +17,7 @@
 #include <tessera/error.hpp>
 #include <tessera/mut.hpp>
 #include <tessera/observer.hpp>
+#include <tessera/prefab_tags.hpp>
 #include <tessera/query_spec.hpp>
 #include <tessera/world.hpp>
 
@@ -73,6 +74,8 @@ public:
     [[nodiscard]] bool attached() const noexcept { return storage_ != nullptr; }
 
     QuerySpec spec;
+    /// An optional term names `Prefab` (`const Prefab*`): prefabs match (prefab.hpp).
+    bool names_prefab = false;
 
     /// Matches the archetypes created since the last call (allocates only when there are new
     /// matches), then returns the matched archetype indices (none for an empty query).
@@ -217,6 +220,8 @@ public:
                     storage.ensure_component(component_id<typename Tr::component>());
                     if constexpr (Tr::required) {
                         state_.spec.all.push_back(component_id<typename Tr::component>());
+                    } else if constexpr (std::is_same_v<typename Tr::component, Prefab>) {
+                        state_.names_prefab = true;
                     }
                 }
             }(),

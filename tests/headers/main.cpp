@@ -32,6 +32,7 @@ int header_tessera();
 int header_fixed_step();
 int header_net_rollback();
 int header_net();
+int header_authoring();
 
 namespace {
 struct Consumer {
@@ -64,6 +65,7 @@ const Consumer consumers[] = {{"world", &header_world},
                               {"fixed_step", &header_fixed_step},
                               {"net_rollback", &header_net_rollback},
                               {"net", &header_net},
+                              {"authoring", &header_authoring},
                               {"serialize", &header_serialize},
                               {"transform", &header_transform},
                               {"tessera", &header_tessera}};

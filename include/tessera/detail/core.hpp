@@ -307,6 +307,23 @@ public:
     void reserve_spawn(Archetype& a, std::size_t n);
     /// Commits `n` rows whose values are constructed; returns their entities.
     std::span<const Entity> commit_spawn_many(Archetype& a, std::size_t n) noexcept;
+    /// Reserves entity slots for `n` more entities (no rows). May throw bad_alloc,
+    /// limit_exceeded.
+    void reserve_entities(std::size_t n) { reserve_records(n); }
+    /// The handles the next `out.size()` spawns will get, in order (the free list first).
+    /// Precondition: `reserve_entities(out.size())`. O(out.size()).
+    void next_entities(std::span<Entity> out) const noexcept {
+        std::uint32_t index = free_head_;
+        std::uint32_t fresh = record_count_;
+        for (Entity& e : out) {
+            if (index != no_index) {
+                e = Entity{index, record_data_[index].generation};
+                index = record_data_[index].row;
+            } else {
+                e = Entity{fresh++, 1};
+            }
+        }
+    }
     /// Destroys the entity's values and frees its record. False when `e` is not alive.
     bool despawn(Entity e) noexcept;
     /// Despawns the live entities of `es` (dead, null and repeated handles are skipped):
