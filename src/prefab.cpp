@@ -2,6 +2,7 @@
 // reserved and copied into the instances' final tables before any entity exists, then
 // committed at once; while the world defers, queued as spawns and relates.
 #include "relation_index.hpp"
+#include "required.hpp"
 
 #include <tessera/prefab.hpp>
 
@@ -198,8 +199,6 @@ std::span<const Entity> instantiate_deferred(Storage& s, Entity prefab, std::siz
 
 std::span<const Entity> instantiate_now(Storage& s, Entity prefab, std::size_t n,
                                         OverrideValues& overrides) {
-    const std::span<const ComponentId> override_ids = overrides.ids;
-    std::byte* const* override_values = overrides.values;
     // What an earlier failed flush left goes first, as in program order.
     if (!s.deferred().empty()) [[unlikely]]
         flush(s);
@@ -208,6 +207,12 @@ std::span<const Entity> instantiate_now(Storage& s, Entity prefab, std::size_t n
     const RelationType& child_type = relation_type<ChildOf>();
     std::pmr::vector<Level> levels(mr);
     plan_levels(s, prefab, levels);
+    // An override the prefab lacks brings its requirements the prefab lacks too (the copied
+    // ones are kept as they are); they are placed as overrides.
+    Required brought(s, overrides.ids, overrides.values);
+    brought.bring(*levels.front().source, op);
+    const std::span<const ComponentId> override_ids = brought.ids();
+    std::byte* const* override_values = brought.values();
     const std::size_t total = n * levels.size();
 
     // Everything that can fail first: the relation kinds, the tables, the rows, the entity
@@ -325,6 +330,7 @@ std::span<const Entity> instantiate_now(Storage& s, Entity prefab, std::size_t n
             std::memcpy(dst, override_values[k], info.size);
     }
     overrides.moved = ~std::uint64_t{0};
+    brought.consumed();
     for (const Level& level : levels) {
         [[maybe_unused]] const std::span<const Entity> rows = s.commit_spawn_many(*level.target, n);
         TESSERA_ASSERT(rows.front() == made[level.first], "instantiate: unexpected entity ids");

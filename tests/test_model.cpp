@@ -500,7 +500,10 @@ private:
                     ((std::get<I>(vals) = random_value<TypeAt<I>>()), ...);
                     const tessera::Entity p =
                         world_.prefab(Spec<TypeAt<I>>::to_world(*std::get<I>(vals))...);
-                    prefabs_.push_back({p, std::move(vals)});
+                    Row brought{};  // the prefab carries its requirements too
+                    brought.values = std::move(vals);
+                    bring_required(brought, {I...});
+                    prefabs_.push_back({p, std::move(brought.values)});
                 });
         }
         const auto& [prefab, vals] = prefabs_[below(prefabs_.size())];

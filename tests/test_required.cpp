@@ -163,6 +163,33 @@ TEST(Required, DeferredAddsResolveWhenTheyApply) {
     EXPECT_TRUE(has_body_set(world, c) && world.has<Label>(c));
 }
 
+TEST(Required, PrefabsAndOverridesBringThem) {
+    World world;
+    const Entity p = world.prefab(Body{5});  // the prefab carries Mass, Inertia, Simulated
+    ASSERT_TRUE(has_body_set(world, p));
+    world.get_mut<Mass>(p).kg = 7;
+    const Entity a = world.instantiate(p);
+    ASSERT_TRUE(has_body_set(world, a));
+    EXPECT_EQ(world.get<Mass>(a).kg, 7.0f);  // copied, not value-initialised
+    // An override the prefab lacks brings what it requires and the prefab lacks; what the
+    // prefab has is copied as it is.
+    const Entity b = world.instantiate(p, Rigid{3});
+    ASSERT_TRUE(has_body_set(world, b));
+    ASSERT_TRUE(world.has<Label>(b));
+    EXPECT_EQ(world.get<Label>(b).text, "unnamed");
+    EXPECT_EQ(world.get<Mass>(b).kg, 7.0f);
+    EXPECT_EQ(world.get<Body>(b).x, 5.0f);
+    const Entity bare = world.prefab(Plain{1});
+    world.defer_begin();
+    const Entity c = world.instantiate(bare, Mass{2});
+    world.defer_end();
+    ASSERT_TRUE((world.has<Mass, Inertia, Plain>(c)));
+    EXPECT_EQ(world.get<Mass>(c).kg, 2.0f);
+    const Entity d = world.instantiate(bare, Mass{3});
+    ASSERT_TRUE((world.has<Mass, Inertia, Plain>(d)));
+    EXPECT_EQ(world.prefab_of(d), bare);
+}
+
 TEST(Required, InsideAQueryLoop) {
     World world;
     for (int i = 0; i < 4; ++i) world.spawn(Plain{i});
