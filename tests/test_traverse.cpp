@@ -232,6 +232,24 @@ TEST(Traverse, ASystemWithAnUpTermReadsTheComponent) {
               stats[0].writes.end());
 }
 
+TEST(Traverse, ACascadeViewVisitsParentsFirst) {
+    ts::World w;
+    const ts::Entity leaf = w.spawn(Local{1}, Total{});
+    const ts::Entity mid = w.spawn(Local{1}, Total{});
+    const ts::Entity root = w.spawn(Local{1}, Total{});
+    w.relate<ts::ChildOf>(mid, root);
+    w.relate<ts::ChildOf>(leaf, mid);
+    ts::Schedule schedule;
+    schedule.add("sum", [](ts::View<Total&, const Local&, ts::Up<const Total*>, ts::Cascade> v) {
+        v.each([](Total& t, const Local& l, const Total* up) {
+            t.value = l.value + (up == nullptr ? 0 : up->value);
+        });
+    });
+    schedule.run(w);
+    EXPECT_EQ(w.get<Total>(leaf).value, 3);
+    EXPECT_EQ(w.get<Total>(root).value, 1);
+}
+
 // ---- cascade ------------------------------------------------------------------------------
 
 /// Checks that `order` visits exactly `expected` (as a set), every entity after its first
