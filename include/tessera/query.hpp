@@ -686,7 +686,7 @@ private:
     // Whether rows of `a` need the per-row path: some term's component or `with` gate has
     // enable flags in `a`, or a term skips rows (a required `Up`).
     bool gated(const detail::Archetype& a) const noexcept {
-        if constexpr (skips_) return true;
+        if constexpr (skips_rows) return true;
         if (!a.enableable) return false;
         const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
         for (const std::uint8_t* f : flags)
@@ -749,7 +749,7 @@ private:
             for (; i < end; ++i) {
                 if (gate && !(enabled_row(flags, i) && state_.gates_pass(a, i))) continue;
                 if (filtered && !state_.passes(a, i)) continue;
-                if constexpr (skips_) {
+                if constexpr (skips_rows) {
                     if (!present(bases, i, std::index_sequence_for<Terms...>{})) continue;
                 }
                 stamp_row(a, i, tick);
@@ -787,7 +787,7 @@ private:
         return (detail::term_present<Terms>(std::get<I>(bases), i) && ...);
     }
 
-    static constexpr bool skips_ = (detail::skips_v<Terms> || ...);
+    static constexpr bool skips_rows = (detail::skips_v<Terms> || ...);
 
     detail::QueryState state_;
     detail::CascadeOrder cascade_;  ///< the depth order of a cascade query
@@ -852,7 +852,7 @@ std::size_t World::despawn_all(Query<Terms...>& query) {
         for (std::uint32_t i = 0; i < a.size; ++i) {
             if (gate && !(Query<Terms...>::enabled_row(flags, i) && state.gates_pass(a, i)))
                 continue;
-            if constexpr (Query<Terms...>::skips_) {
+            if constexpr (Query<Terms...>::skips_rows) {
                 if (!Query<Terms...>::present(bases, i, std::index_sequence_for<Terms...>{}))
                     continue;
             }

@@ -18,6 +18,7 @@
 #include <tessera/relation.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 namespace tessera {
@@ -74,13 +75,19 @@ inline const std::byte* up_find(const Storage& s, Entity parent, ComponentId id,
 }
 
 /// What an `Up` term keeps per table: the table's `Targets<ChildOf>` column (null when its
-/// rows have no parent) and the last parent looked up with its answer.
+/// rows have no parent), the last parent looked up with its answer, and the last table where a
+/// parent had `T` itself with `T`'s column there (so the next parent in that table costs one
+/// record load).
 template <class T>
 struct UpBase {
     const Targets<ChildOf>* targets = nullptr;
     const Storage* storage = nullptr;
+    ComponentId id{};
+    ComponentId targets_id{};
     mutable Entity parent{};
     mutable const T* found = nullptr;
+    mutable std::uint32_t table = no_index;
+    mutable const std::byte* column = nullptr;
 
     /// The ancestor's `T` for row `i`, or null.
     const T* at(std::size_t i) const noexcept {
@@ -88,20 +95,33 @@ struct UpBase {
         const Entity p = targets[i].front();
         if (p == parent) return found;
         parent = p;
-        const std::byte* v =
-            up_find(*storage, p, component_id<T>(), component_id<Targets<ChildOf>>());
         if constexpr (std::is_empty_v<T>) {
             static const T tag{};
-            found = v == nullptr ? nullptr : &tag;
+            found = up_find(*storage, p, id, targets_id) == nullptr ? nullptr : &tag;
         } else {
-            found = reinterpret_cast<const T*>(v);
+            // A parent is alive while related: its record is current. The entity index may
+            // grow during the run (spawns deferred by the callback): read it each time.
+            const EntityRecord& r = storage->records()[p.index];
+            if (r.archetype == table) {
+                found = reinterpret_cast<const T*>(column + std::size_t{r.row} * sizeof(T));
+                return found;
+            }
+            const Archetype& a = storage->archetype(r.archetype);
+            const std::int32_t c = a.column_index(id);
+            if (c >= 0) {
+                table = r.archetype;
+                column = a.columns[static_cast<std::uint32_t>(c)].data;
+                found = reinterpret_cast<const T*>(column + std::size_t{r.row} * sizeof(T));
+            } else {
+                found = reinterpret_cast<const T*>(up_find(*storage, p, id, targets_id));
+            }
         }
         return found;
     }
 };
 
 template <class T, bool Required>
-struct up_term {
+struct up_traits {
     using component = T;                     ///< what the walk reads (a system reads it)
     static constexpr bool required = false;  ///< the entity itself needn't have T
     static constexpr bool writes = false;
@@ -115,7 +135,8 @@ struct up_term {
 
     static ComponentId column_id() noexcept { return component_id<Targets<ChildOf>>(); }
     static pointer base(const Column& targets, const Archetype&, const Storage& s) noexcept {
-        return {reinterpret_cast<const Targets<ChildOf>*>(targets.data), &s};
+        return {reinterpret_cast<const Targets<ChildOf>*>(targets.data), &s, component_id<T>(),
+                component_id<Targets<ChildOf>>()};
     }
     static bool present(const pointer& b, std::size_t i) noexcept { return b.at(i) != nullptr; }
     static param arg(const pointer& b, std::size_t i) noexcept {
@@ -131,7 +152,7 @@ inline constexpr bool up_readable_v = std::is_const_v<T> && !is_mut_term_v<std::
                                       !std::is_same_v<std::remove_cv_t<T>, Entity>;
 
 template <class T>
-struct term_traits<Up<T&>> : up_term<std::remove_const_t<T>, true> {
+struct term_traits<Up<T&>> : up_traits<std::remove_const_t<T>, true> {
     static_assert(std::is_const_v<T>,
                   "tessera: an Up term is read-only: write Up<const T&> (or Up<const T*>); a "
                   "query can't write an ancestor's component");
@@ -139,7 +160,7 @@ struct term_traits<Up<T&>> : up_term<std::remove_const_t<T>, true> {
                   "tessera: Up<const T&> needs a component type T (not Mut<T> or Entity)");
 };
 template <class T>
-struct term_traits<Up<T*>> : up_term<std::remove_const_t<T>, false> {
+struct term_traits<Up<T*>> : up_traits<std::remove_const_t<T>, false> {
     static_assert(std::is_const_v<T>,
                   "tessera: an Up term is read-only: write Up<const T*> (or Up<const T&>); a "
                   "query can't write an ancestor's component");

@@ -85,16 +85,16 @@ inline constexpr bool skips_v = [] {
 }();
 /// What a callback takes for `Term`: the term itself, or a resolving term's `param`.
 template <class Term>
-struct term_param {
+struct term_param_of {
     using type = Term;
 };
 template <class Term>
 requires resolves_v<Term>
-struct term_param<Term> {
+struct term_param_of<Term> {
     using type = typename term_traits<Term>::param;
 };
 template <class Term>
-using term_param_t = typename term_param<Term>::type;
+using term_param_t = typename term_param_of<Term>::type;
 
 /// The component whose column a term reads (`QueryState::set_terms`): an id no component has
 /// for `Entity` and tags (they read none).
