@@ -446,6 +446,12 @@ void clear_hierarchy_changes(Storage& s) noexcept {
     }
 }
 
+HierarchyRecent hierarchy_recent(const Storage& s) noexcept {
+    const RelationIndex* index = s.relations();
+    if (index == nullptr) return {};
+    return {index, index->recent_count_, index->recent_};
+}
+
 bool hierarchy_overflowed(const Storage& s) noexcept {
     const RelationIndex* index = s.relations();
     return index != nullptr && index->overflowed_;

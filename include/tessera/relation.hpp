@@ -184,6 +184,18 @@ void clear_hierarchy_changes(Storage& s) noexcept;
 /// every entity may have changed then.
 bool hierarchy_overflowed(const Storage& s) noexcept;
 
+/// The recent first-parent changes of the hierarchy (for cascade queries): `count` changes
+/// since the world's relation index was made (`index` tells it apart from another), the last
+/// `recent.size()` of them in a ring (change `n` at `recent[n % recent.size()]`). Entities
+/// whose first `ChildOf` target changed (relate, unrelate, a parent's despawn); possibly some
+/// that did not change and some dead since. Empty (count 0, index null) before any relation.
+struct HierarchyRecent {
+    const void* index = nullptr;
+    std::uint64_t count = 0;
+    std::span<const Entity> recent{};
+};
+[[nodiscard]] HierarchyRecent hierarchy_recent(const Storage& s) noexcept;
+
 /// A relation observer's callback: `(World&, Entity, Entity target, R&)` or without the data.
 template <class R, class F>
 ObserverCallback make_relation_callback(std::pmr::memory_resource* mr, F&& fn);

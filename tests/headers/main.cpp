@@ -28,6 +28,7 @@ int header_chunk();
 int header_mut();
 int header_serialize();
 int header_transform();
+int header_traverse();
 int header_tessera();
 int header_fixed_step();
 int header_net_rollback();
@@ -68,6 +69,7 @@ const Consumer consumers[] = {{"world", &header_world},
                               {"authoring", &header_authoring},
                               {"serialize", &header_serialize},
                               {"transform", &header_transform},
+                              {"traverse", &header_traverse},
                               {"tessera", &header_tessera}};
 }  // namespace
 
