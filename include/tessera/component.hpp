@@ -186,14 +186,14 @@ inline constexpr bool one_of_v = (std::is_same_v<T, Ts> || ...);
 
 /// `component_traits<T>::required`, or the empty list.
 template <class T>
-struct direct_required {
+struct direct_required_of {
     using type = type_list<>;
 };
 template <class T>
 requires requires {
     typename component_traits<T>::required;
 }
-struct direct_required<T> {
+struct direct_required_of<T> {
     using type = typename component_traits<T>::required;
 };
 
@@ -220,32 +220,32 @@ struct gather_required<type_list<F...>, type_list<P...>, type_list<R, Rs...>> {
     using with_r = std::conditional_t<one_of_v<R, F...>, type_list<F...>, type_list<F..., R>>;
     using below = typename gather_required<
         with_r, type_list<P..., R>,
-        std::conditional_t<cycle, type_list<>, typename direct_required<R>::type>>::type;
+        std::conditional_t<cycle, type_list<>, typename direct_required_of<R>::type>>::type;
     using type = typename gather_required<below, type_list<P...>, type_list<Rs...>>::type;
 };
 
 /// Every component `T` requires, transitively, each once (not `T`).
 template <class T>
 using required_closure_t =
-    typename gather_required<type_list<>, type_list<T>, typename direct_required<T>::type>::type;
+    typename gather_required<type_list<>, type_list<T>, typename direct_required_of<T>::type>::type;
 
 /// The components an add or spawn of all of `Ts` brings along: their requirements that are
 /// not among `Ts`, each once.
 template <class Found, class Named, class... Lists>
-struct merge_required {
+struct merged_required_list {
     using type = Found;
 };
 template <class... F, class... N, class... Ls>
-struct merge_required<type_list<F...>, type_list<N...>, type_list<>, Ls...>
-    : merge_required<type_list<F...>, type_list<N...>, Ls...> {};
+struct merged_required_list<type_list<F...>, type_list<N...>, type_list<>, Ls...>
+    : merged_required_list<type_list<F...>, type_list<N...>, Ls...> {};
 template <class... F, class... N, class R, class... Rs, class... Ls>
-struct merge_required<type_list<F...>, type_list<N...>, type_list<R, Rs...>, Ls...>
-    : merge_required<
+struct merged_required_list<type_list<F...>, type_list<N...>, type_list<R, Rs...>, Ls...>
+    : merged_required_list<
           std::conditional_t<one_of_v<R, F..., N...>, type_list<F...>, type_list<F..., R>>,
           type_list<N...>, type_list<Rs...>, Ls...> {};
 template <class... Ts>
 using required_extra_t =
-    typename merge_required<type_list<>, type_list<Ts...>, required_closure_t<Ts>...>::type;
+    typename merged_required_list<type_list<>, type_list<Ts...>, required_closure_t<Ts>...>::type;
 
 template <class L>
 struct list_size;
