@@ -55,7 +55,10 @@ inline void move_value(const Column& c, std::byte* d, std::byte* s) noexcept {
 
 // Folds a column's whole-chunk stamp into its rows, so a row with an older tick can enter.
 void settle(Column& c, std::uint32_t rows) noexcept {
-    for (std::uint32_t i = 0; i < rows; ++i) c.changed[i] = c.changed_at(i);
+    for (std::uint32_t i = 0; i < rows; ++i) {
+        if (c.log != nullptr) c.log->wrote(i, c.changed[i], c.changed_at(i));  // rows raised
+        c.changed[i] = c.changed_at(i);
+    }
     c.raise_blocks(0, rows, c.stamped);
     c.stamped = 0;
 }
@@ -68,7 +71,12 @@ inline void move_row(const Column& from, std::uint32_t src, const Column& to,
                from.data + std::size_t{src} * from.size);
     if (to.changed != nullptr) {
         to.added[dst] = from.added[src];
-        to.set_changed(dst, &from == &to ? from.changed[src] : from.changed_at(src));
+        const std::uint64_t tick = &from == &to ? from.changed[src] : from.changed_at(src);
+        // A row log: a row entering another table is new there; within one table `free_row`
+        // keeps the log (the hole's entry and the last row's).
+        if (to.log != nullptr && &from != &to) [[unlikely]]
+            to.log->entered(dst, tick);
+        to.put_changed(dst, tick);
     }
     if (to.enabled != nullptr) to.enabled[dst] = from.enabled[src];
 }
@@ -115,7 +123,11 @@ inline void Core::free_row(Archetype& a, std::uint32_t row) noexcept {
     const std::uint32_t last = a.size - 1;
     if (row != last) {
         if (a.tracked || a.enableable) {
-            for (const Column& c : a.columns) move_row(c, last, c, row);
+            for (const Column& c : a.columns) {
+                if (c.log != nullptr) [[unlikely]]
+                    c.log->filled(row, last, c.changed[row], c.changed[last]);
+                move_row(c, last, c, row);
+            }
         } else {
             for (const Column& c : a.columns) {
                 move_value(c, c.data + std::size_t{row} * c.size,
@@ -125,6 +137,8 @@ inline void Core::free_row(Archetype& a, std::uint32_t row) noexcept {
         const Entity moved = a.entities[last];
         a.entities[row] = moved;
         record_data_[moved.index].row = row;
+    } else if (a.tracked) [[unlikely]] {
+        drop_logged_rows(a, last, a.size);
     }
     --a.size;
     ++a.freed;
@@ -213,6 +227,7 @@ std::size_t Core::despawn_many(std::span<const Entity> es) {
                 const auto first = static_cast<std::uint32_t>(w * 64);
                 if (word == ~std::uint64_t{0} && a.size == first + 64) {
                     if (destroy) destroy_rows(a, first, 64);
+                    if (a.tracked) drop_logged_rows(a, first, a.size);
                     a.size = first;
                     a.freed += 64;
                     break;
@@ -245,6 +260,7 @@ std::size_t Core::despawn_tables(std::span<const std::uint32_t> tables) noexcept
         free_count_ += a.size;
         alive_ -= a.size;
         destroy_rows(a, 0, a.size);
+        if (a.tracked) drop_logged_rows(a, 0, a.size);
         n += a.size;
         a.freed += a.size;
         a.size = 0;

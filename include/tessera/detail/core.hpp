@@ -52,6 +52,10 @@ struct WorldComponent {
     bool tracked = false;                 ///< tick arrays exist for this type
     bool hooked = false;                  ///< changes of this type go through the world's hooks
     bool reserved = false;  ///< kept by a layer above (a relation's): plain add/remove refuse it
+    /// Who asked for row logs of this type (`Core::log_rows`: its columns have a `RowLog`), or
+    /// null; `log_epoch` is the epoch a new column's log starts with.
+    const void* log_owner = nullptr;
+    std::uint64_t log_epoch = 0;
     /// Archetype index -> this component's column there, or `no_column` (whose data is null)
     /// when absent or a tag; entries past `column_count` are neither. The typed read path:
     /// entity record -> archetype index -> this array -> the column, whose `data` is the one
@@ -218,6 +222,20 @@ public:
     void track(ComponentId id);
     [[nodiscard]] bool tracked(ComponentId id) const noexcept {
         return id.value < components_.size() && components_[id.value].tracked;
+    }
+    /// Row logs (detail/archetype.hpp `RowLog`, src/core_row_log.cpp) for the tracked `id`,
+    /// asked for by `owner` (a replicator): every column of `id`, now and later, lists its rows
+    /// written after `epoch`. Called again by the owner, rebuilds every log (after a restore).
+    /// False, changing nothing, when another owner has them. @throws bad_alloc (nothing
+    /// changed then).
+    bool log_rows(ComponentId id, const void* owner, std::uint64_t epoch);
+    /// Frees `id`'s row logs when `owner` has them.
+    void unlog_rows(ComponentId id, const void* owner) noexcept;
+    /// Moves the epoch of `id`'s row logs to `epoch` (rows no newer leave them). O(entries).
+    void trim_row_logs(ComponentId id, std::uint64_t epoch) noexcept;
+    /// The owner of `id`'s row logs, or null.
+    [[nodiscard]] const void* row_log_owner(ComponentId id) const noexcept {
+        return id.value < components_.size() ? components_[id.value].log_owner : nullptr;
     }
 
     // ---- archetypes ----
@@ -470,6 +488,10 @@ private:
     Archetype& create_archetype(std::span<const ComponentId> sorted_ids);
     void reserve_columns(WorldComponent& wc, std::size_t n);
     void grow(Archetype& a, std::size_t min_capacity);
+    /// Fills `log`, the row log of `c` for `cap` rows (`ticks` its changed ticks), from `c`'s
+    /// old one (of `size` rows), or starts it (core_row_log.cpp).
+    void grow_log(const Column& c, RowLog* log, std::uint32_t size, std::size_t cap,
+                  const std::uint64_t* ticks) const noexcept;
     void reserve_records(std::size_t n);
     std::uint32_t take_index() noexcept {
         if (free_head_ != no_index) {
