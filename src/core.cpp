@@ -352,8 +352,7 @@ void Core::grow(Archetype& a, std::size_t min_capacity) {
             }
             if (c.info->enableable)
                 f.enabled = reinterpret_cast<std::uint8_t*>(allocate(cap, column_alignment));
-            if (f.changed != nullptr &&
-                (c.log != nullptr || components_[c.id.value].log_owner != nullptr))
+            if (f.changed != nullptr && (c.log != nullptr || row_log_owner(c.id) != nullptr))
                 f.log = static_cast<RowLog*>(mr_->allocate(RowLog::bytes(cap), alignof(RowLog)));
         }
     } catch (...) {
@@ -393,6 +392,7 @@ void Core::grow(Archetype& a, std::size_t min_capacity) {
         deallocate(c.enabled, old_cap, column_alignment);
         deallocate(c.log, RowLog::bytes(old_cap), alignof(RowLog));
         c.log = f.log;
+        a.logged = a.logged || f.log != nullptr;
         c.data = f.data;
         c.added = f.added;
         c.changed = f.changed;
@@ -524,7 +524,7 @@ void Core::take_back_spawned(IndexMark mark, std::span<const Entity> spawned) no
         destroy_rows(a, r.row, 1);
         // The table's rows since the call are its last ones: it shrinks by one per row, in
         // any order. Counted as freed, so a row's entity is never assumed unchanged.
-        if (a.tracked) drop_logged_rows(a, r.row, r.row + 1);
+        if (a.logged) drop_logged_rows(a, r.row, r.row + 1);
         --a.size;
         ++a.freed;
         r.archetype = pending_archetype;

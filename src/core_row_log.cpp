@@ -11,9 +11,10 @@ namespace tessera::detail {
 
 bool Core::log_rows(ComponentId id, const void* owner, std::uint64_t epoch) {
     ensure_component(id);
-    if (components_[id.value].log_owner != nullptr && components_[id.value].log_owner != owner)
-        return false;
+    const void* const had = row_log_owner(id);
+    if (had != nullptr && had != owner) return false;
     track(id);  // (when not yet)
+    if (row_logs_.size() <= id.value) row_logs_.resize(id.value + 1);
     // The columns that lack a log, and a log for each, first: a failure leaves nothing done.
     const auto lacks = [id](const Archetype& a) {
         const std::int32_t c = a.column_index(id);
@@ -49,9 +50,9 @@ bool Core::log_rows(ComponentId id, const void* owner, std::uint64_t epoch) {
         }
         col.log->epoch = epoch;
         col.log->rebuild(a->size);
+        a->logged = true;
     }
-    components_[id.value].log_owner = owner;
-    components_[id.value].log_epoch = epoch;
+    row_logs_[id.value] = {owner, epoch};
     return true;
 }
 
@@ -63,13 +64,15 @@ void Core::unlog_rows(ComponentId id, const void* owner) noexcept {
         Column& col = a->columns[static_cast<std::uint32_t>(c)];
         deallocate(col.log, RowLog::bytes(a->capacity), alignof(RowLog));
         col.log = nullptr;
+        a->logged = false;
+        for (const Column& other : a->columns) a->logged = a->logged || other.log != nullptr;
     }
-    components_[id.value].log_owner = nullptr;
+    row_logs_[id.value] = {};
 }
 
 void Core::trim_row_logs(ComponentId id, std::uint64_t epoch) noexcept {
     if (row_log_owner(id) == nullptr) return;
-    components_[id.value].log_epoch = epoch;
+    row_logs_[id.value].epoch = epoch;
     for (Archetype* a : archetypes_) {
         const std::int32_t c = a->column_index(id);
         if (c < 0) continue;
@@ -84,7 +87,7 @@ void Core::grow_log(const Column& c, RowLog* log, std::uint32_t size, std::size_
     log->capacity = static_cast<std::uint32_t>(cap);
     log->ticks = ticks;
     if (c.log == nullptr) {  // the column's first arrays: no rows yet
-        log->epoch = components_[c.id.value].log_epoch;
+        log->epoch = row_logs_[c.id.value].epoch;
         log->valid = size == 0;
         return;
     }

@@ -946,7 +946,10 @@ void sweep_replicator(bool global, bool restored) {
         if (::testing::Test::HasFailure() || !failed) break;
         ASSERT_LT(k, 100000u) << what << ": never stopped failing";
     }
-    EXPECT_GT(faults, 0u);
+    // A delta allocates from the world only to list rows again after a restore.
+    if (global || restored) {
+        EXPECT_GT(faults, 0u) << (global ? "global new" : "world resource");
+    }
 }
 
 TEST(FaultInjection, AFailedReplicatorDeltaOrAckMakesTheSameMessageAgain) {

@@ -358,6 +358,7 @@ struct Archetype {
     /// constructor: `tracked || enableable || !bytewise`, kept with them.
     bool slow_rows = false;
     bool hooked = false;                ///< a despawn or remove here goes through the hooks
+    bool logged = false;                ///< some column has a row log (`RowLog`)
     Entity* entities = nullptr;         ///< the entity of each row
     std::pmr::vector<ComponentId> ids;  ///< sorted component set, tags included
     std::pmr::vector<Column> columns;   ///< non-tag components, in id order

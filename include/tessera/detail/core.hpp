@@ -47,15 +47,19 @@ inline constexpr std::uint32_t no_index = 0xFFFFFFFFu;
 inline constexpr Column no_column{};
 
 /// Per world, per component: what this world knows of the type.
+/// Who asked for row logs of a component (`Core::log_rows`: its columns have a `RowLog`), or
+/// null, and the epoch a new column's log starts with. Kept beside `WorldComponent`, not in it,
+/// so the typed read path's stride stays the same.
+struct RowLogState {
+    const void* owner = nullptr;
+    std::uint64_t epoch = 0;
+};
+
 struct WorldComponent {
     const ComponentInfo* info = nullptr;  ///< null until the world first sees the type
     bool tracked = false;                 ///< tick arrays exist for this type
     bool hooked = false;                  ///< changes of this type go through the world's hooks
     bool reserved = false;  ///< kept by a layer above (a relation's): plain add/remove refuse it
-    /// Who asked for row logs of this type (`Core::log_rows`: its columns have a `RowLog`), or
-    /// null; `log_epoch` is the epoch a new column's log starts with.
-    const void* log_owner = nullptr;
-    std::uint64_t log_epoch = 0;
     /// Archetype index -> this component's column there, or `no_column` (whose data is null)
     /// when absent or a tag; entries past `column_count` are neither. The typed read path:
     /// entity record -> archetype index -> this array -> the column, whose `data` is the one
@@ -235,7 +239,7 @@ public:
     void trim_row_logs(ComponentId id, std::uint64_t epoch) noexcept;
     /// The owner of `id`'s row logs, or null.
     [[nodiscard]] const void* row_log_owner(ComponentId id) const noexcept {
-        return id.value < components_.size() ? components_[id.value].log_owner : nullptr;
+        return id.value < row_logs_.size() ? row_logs_[id.value].owner : nullptr;
     }
 
     // ---- archetypes ----
@@ -556,6 +560,7 @@ private:
     std::size_t free_count_ = 0;
     std::size_t alive_ = 0;
     std::uint64_t tick_ = 1;
+    std::pmr::vector<RowLogState> row_logs_{mr_};  ///< by component id (`log_rows`)
 };
 
 /// A process-wide sequence number for a list of component types (used to cache the archetype
