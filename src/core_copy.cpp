@@ -85,6 +85,7 @@ void Core::swap_state(Core& other) noexcept {
     bundles_.swap(other.bundles_);
     bundle_columns_.swap(other.bundle_columns_);
     permanent_.swap(other.permanent_);
+    row_logs_.swap(other.row_logs_);  // the logs' owners go with the tables that have them
     swap(free_head_, other.free_head_);
     swap(free_count_, other.free_count_);
     swap(alive_, other.alive_);

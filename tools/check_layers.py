@@ -37,7 +37,7 @@ MODULES = [
     ("components", [I + "component.hpp", I + "reflect.hpp", I + "prefab_tags.hpp",
                     "src/registry.cpp"]),
     ("core", [I + "detail/archetype.hpp", I + "detail/core.hpp", "src/core.cpp",
-              "src/core_copy.cpp", "src/core_move.cpp"]),
+              "src/core_copy.cpp", "src/core_move.cpp", "src/core_row_log.cpp"]),
     ("operations", [I + "detail/attachment.hpp", I + "detail/hooks.hpp",
                     I + "detail/command_queue.hpp", I + "detail/queued_changes.hpp",
                     I + "detail/entity_list.hpp", I + "detail/storage.hpp",

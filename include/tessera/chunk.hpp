@@ -66,8 +66,9 @@ public:
         const std::int32_t c = archetype_->column_index(component_id<T>());
         if (c < 0) return {};
         const detail::Column& col = archetype_->columns[static_cast<std::uint32_t>(c)];
-        const detail::MutBase<T> base{reinterpret_cast<T*>(col.data), col.changed, col.changed_max,
-                                      tick_ != 0 ? tick_ : storage_->tick(), &col.changed_last};
+        detail::MutBase<T> base{reinterpret_cast<T*>(col.data), col.changed, col.changed_max,
+                                tick_ != 0 ? tick_ : storage_->tick(), &col.changed_last};
+        base.log = col.log;
         return {base, archetype_->size};
     }
     /// One byte per row, 1 = enabled, for an enableable `T`; empty when the chunk lacks `T`.

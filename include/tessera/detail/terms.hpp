@@ -131,8 +131,10 @@ typename term_traits<Term>::pointer term_base([[maybe_unused]] const Column& col
         static typename Tr::component tag{};
         return a.contains(component_id<typename Tr::component>()) ? &tag : nullptr;
     } else if constexpr (is_mut_term_v<Term>) {
-        return {reinterpret_cast<typename Tr::component*>(col.data), col.changed, col.changed_max,
-                tick, &col.changed_last};
+        typename Tr::pointer base{reinterpret_cast<typename Tr::component*>(col.data), col.changed,
+                                  col.changed_max, tick, &col.changed_last};
+        base.log = col.log;
+        return base;
     } else {
         return reinterpret_cast<typename Tr::pointer>(col.data);
     }
