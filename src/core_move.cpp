@@ -132,7 +132,7 @@ Archetype& Core::edge_target(Archetype& from, ComponentId id, bool adding) {
 }
 
 // Moves the last row of `a` into `row`, whose values are already gone (destroyed or moved out).
-inline void Core::free_row(Archetype& a, std::uint32_t row) noexcept {
+[[gnu::always_inline]] inline void Core::free_row(Archetype& a, std::uint32_t row) noexcept {
     const std::uint32_t last = a.size - 1;
     if (a.logged) [[unlikely]]
         unlist_freed(a, row, last);
