@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <map>
 #include <memory>
 #include <memory_resource>
 #include <new>
@@ -957,6 +958,125 @@ TEST(FaultInjection, AFailedReplicatorDeltaOrAckMakesTheSameMessageAgain) {
     sweep_replicator(false, false);
     sweep_replicator(true, true);
     sweep_replicator(false, true);
+}
+
+// Mirror::apply: a full state and then a delta with every kind of change (spawns, despawns,
+// adds, removes, written values, a heap-owning value) applied to a client world whose
+// allocations (its resource: tables, queue) or the mirror's own (global new: the mapping, the
+// decoder, reflected values written in place) fail in turn. A failure of the mirror's own
+// changes nothing the client can see (the mirrored entities, their replicated values, the
+// mirror's size); no failure moves the mirror's tick; and applying the message again gives
+// the world of a run that never failed: nothing lost, nothing twice.
+
+/// What a client sees of its mirrored entities: by server entity, the replicated values.
+struct Mirrored {
+    std::optional<A> a;
+    std::optional<B> b;
+    std::optional<Label> label;
+    bool tag = false;
+    bool operator==(const Mirrored&) const = default;
+};
+using ClientView = std::map<std::uint64_t, Mirrored>;
+
+ClientView client_view(tessera::World& w) {
+    ClientView view;
+    w.query<tessera::Entity, const tessera::net::Replica&>().each(
+        [&](tessera::Entity e, const tessera::net::Replica& r) {
+            Mirrored& m = view[r.remote.to_bits()];
+            if (const A* a = w.try_get<A>(e)) m.a = *a;
+            if (const B* b = w.try_get<B>(e)) m.b = *b;
+            if (const Label* l = w.try_get<Label>(e)) m.label = *l;
+            m.tag = w.has<Tag>(e);
+        });
+    return view;
+}
+
+/// A full state, then a delta holding every kind of change, from a server a clean mirror
+/// acknowledges.
+std::vector<std::vector<std::byte>> mirror_messages() {
+    tessera::World w;
+    tessera::net::Replicator rep(w);
+    rep.replicate<A, B, Label, Tag>();
+    const tessera::net::ClientId c = rep.connect();
+    tessera::World client;
+    tessera::net::Mirror clean(client);
+    std::vector<tessera::Entity> es;
+    for (int i = 0; i < 200; ++i)
+        es.push_back(i % 2 == 0 ? w.spawn(A{i}, B{1, 2}) : w.spawn(A{i}, Label{long_text(i)}));
+    std::vector<std::vector<std::byte>> out;
+    out.push_back(rep.delta(c));
+    rep.ack(c, clean.apply(out.back()));
+    for (std::size_t i = 0; i < es.size(); i += 7) w.set(es[i], A{-1});
+    for (std::size_t i = 1; i < es.size(); i += 30) w.get_mut<Label>(es[i]).s += "x";
+    for (std::size_t i = 4; i < es.size(); i += 50) w.despawn(es[i]);
+    w.add<Tag>(es[6]);
+    (void)w.remove<B>(es[8]);
+    w.add(es[9], B{5, 5});
+    for (int i = 0; i < 20; ++i) (void)w.spawn(A{1000 + i}, Label{long_text(1000 + i)}, Tag{});
+    out.push_back(rep.delta(c));
+    return out;
+}
+
+void sweep_mirror(bool global) {
+    const std::vector<std::vector<std::byte>> messages = mirror_messages();
+    std::vector<ClientView> want;
+    std::vector<std::uint64_t> ticks;
+    {
+        tessera::World client;
+        tessera::net::Mirror m(client);
+        for (const std::vector<std::byte>& msg : messages) {
+            ticks.push_back(m.apply(msg));
+            want.push_back(client_view(client));
+        }
+    }
+    std::size_t faults = 0;
+    for (std::size_t k = 1;; ++k) {
+        FailingResource res;
+        tessera::World client(&res);
+        tessera::net::Mirror m(client);
+        const std::string what =
+            std::string(global ? "global new" : "world resource") + ", k = " + std::to_string(k);
+        bool failed = false;
+        for (std::size_t i = 0; i < messages.size(); ++i) {
+            bool this_failed = false;
+            const ClientView before = client_view(client);
+            const std::size_t size = m.size();
+            const std::uint64_t tick = m.tick();
+            if (global)
+                tessera::test::fail_global_new_at = tessera::test::global_news + k;
+            else
+                res.arm(k);
+            try {
+                EXPECT_EQ(m.apply(messages[i]), ticks[i]) << what;
+            } catch (const std::bad_alloc&) {
+                this_failed = failed = true;
+                ++faults;
+            }
+            tessera::test::fail_global_new_at = 0;
+            res.disarm();
+            if (this_failed) {
+                // The mirror's own allocations come before anything changes. The client
+                // world's may fail inside the batch: what it applied stays, the rest stays
+                // queued, and the retry (or any later message) completes it.
+                if (global) {
+                    EXPECT_EQ(client_view(client), before) << what << ": message " << i;
+                    EXPECT_EQ(m.size(), size) << what << ": message " << i;
+                }
+                EXPECT_EQ(m.tick(), tick) << what << ": message " << i;
+                EXPECT_EQ(m.apply(messages[i]), ticks[i]) << what << ": the retry";
+            }
+            EXPECT_EQ(client_view(client), want[i]) << what << ": message " << i;
+            EXPECT_EQ(m.size(), want[i].size()) << what << ": message " << i;
+        }
+        if (::testing::Test::HasFailure() || !failed) break;
+        ASSERT_LT(k, 100000u) << what << ": never stopped failing";
+    }
+    EXPECT_GT(faults, 0u) << (global ? "global new" : "world resource");
+}
+
+TEST(FaultInjection, AFailedMirrorApplyChangesNothingAndTheRetryConverges) {
+    sweep_mirror(true);
+    sweep_mirror(false);
 }
 
 TEST(FaultInjection, WorldOperationsAllocateOnlyFromTheResource) {

@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
+#include <memory_resource>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -41,6 +43,28 @@ struct Record {
 };
 
 constexpr std::uint64_t empty_slot = ~std::uint64_t{0};  // no entity has these bits (index)
+
+// The in-place values of reflected types, decoded before anything changes (decoding a string
+// allocates) and moved into their rows afterwards, which can't fail. Those not moved yet are
+// destroyed with it.
+struct Staging {
+    struct Value {
+        const ComponentInfo* info;
+        std::byte* value;  // null once moved into its row
+    };
+    std::pmr::monotonic_buffer_resource memory;
+    std::vector<Value> values;
+    std::size_t next = 0;  // the next value to move into its row
+
+    Staging() = default;
+    Staging(const Staging&) = delete;
+    Staging& operator=(const Staging&) = delete;
+    ~Staging() {
+        for (const Value& v : values) {
+            if (v.value != nullptr && v.info->destroy != nullptr) v.info->destroy(v.value, 1);
+        }
+    }
+};
 
 }  // namespace
 
@@ -178,13 +202,16 @@ struct Mirror::Impl {
     }
 
     // Queues one add of the record's components that are not written in place (values read
-    // from the message) on `e`; a spawned entity (`place`) gets Replica too, in the same move.
+    // from the message) on `rec.local`; with `place`, spawns it pending first (`rec.local`) with
+    // its place command in the same step, so a throw leaves nothing a QueueGuard can't take
+    // back, and it gets Replica too, in the same move.
     void queue_values(Reader& r, Record& rec, bool place) {
-        const Entity e = rec.local;
         std::uint64_t queued = rec.mask;
         rec.in_place = 0;
         if (!place) {
-            const tessera::detail::Archetype& a = s->archetype(s->try_record(e)->archetype);
+            const tessera::detail::Archetype& a =
+                s->archetype(s->try_record(rec.local)->archetype);
+            const Entity e = rec.local;
             for (std::size_t k = 0; k < comps.size(); ++k) {
                 if ((rec.mask >> k & 1) != 0 && in_place(e, a, k))
                     rec.in_place |= std::uint64_t{1} << k;
@@ -196,7 +223,11 @@ struct Mirror::Impl {
         tessera::detail::CommandQueue& q = s->deferred();
         q.reserve(std::size_t{n} + (place ? 1 : 0));
         s->reserve_watch(n);
-        if (place) q.push_place(e, n);
+        if (place) {
+            rec.local = s->spawn_pending();
+            q.push_place(rec.local, n);
+        }
+        const Entity e = rec.local;
         bool first = true;
         auto push = [&](const ComponentInfo& info, std::byte* v) {
             s->watch(e, info.id, q.mark());
@@ -242,8 +273,27 @@ struct Mirror::Impl {
             wire::check_fields(r, *c.info->schema, std::string());
     }
 
-    // Writes the record's in-place components into `e`'s table and marks them changed.
-    void write_in_place(Reader& r, const Record& rec) {
+    // Decodes the record's in-place values of reflected types into `staged` (may throw:
+    // nothing has changed yet). Precondition: room in `staged.values` for them.
+    void stage_in_place(Reader& r, const Record& rec, Staging& staged) {
+        r.seek(rec.values);
+        for (std::size_t k = 0; k < comps.size(); ++k) {
+            if ((rec.mask >> k & 1) == 0) continue;
+            const Resolved& c = comps[k];
+            if ((rec.in_place >> k & 1) == 0 || c.kind != wire::Kind::fields) {
+                skip_value(r, c);
+                continue;
+            }
+            auto* v = static_cast<std::byte*>(staged.memory.allocate(c.info->size, c.info->alignment));
+            c.info->construct_value(v);
+            staged.values.push_back({c.info, v});
+            wire::read_value(r, *c.info, c.kind, v);
+        }
+    }
+
+    // Writes the record's in-place components into `e`'s table (the reflected ones from
+    // `staged`, in the order `stage_in_place` made them) and marks them changed. Can't fail.
+    void write_in_place(Reader& r, const Record& rec, Staging& staged) noexcept {
         r.seek(rec.values);
         for (std::size_t k = 0; k < comps.size(); ++k) {
             if ((rec.mask >> k & 1) == 0) continue;
@@ -255,7 +305,19 @@ struct Mirror::Impl {
             const tessera::detail::Location loc = s->try_location(rec.local, c.info->id);
             const tessera::detail::Column& col =
                 loc.archetype->columns[static_cast<std::uint32_t>(loc.column)];
-            wire::read_value(r, *c.info, c.kind, col.data + std::size_t{loc.row} * col.size);
+            std::byte* const at = col.data + std::size_t{loc.row} * col.size;
+            if (c.kind == wire::Kind::raw) {
+                wire::read_value(r, *c.info, c.kind, at);  // a memcpy of checked bytes
+            } else {
+                skip_value(r, c);
+                Staging::Value& v = staged.values[staged.next++];
+                if (c.info->destroy != nullptr) c.info->destroy(at, 1);
+                if (c.info->relocate != nullptr)
+                    c.info->relocate(at, v.value, 1);
+                else
+                    std::memcpy(at, v.value, c.info->size);
+                v.value = nullptr;
+            }
             s->stamp_changed(*loc.archetype, loc.row, loc.column);
         }
     }
@@ -310,10 +372,8 @@ struct Mirror::Impl {
         for (Record& rec : records) {
             rec.local = local_of(rec.remote);
             if (!rec.local) {
-                s->deferred().reserve(1);
-                rec.local = s->spawn_pending();
-                spawned.emplace_back(rec.remote.to_bits(), rec.local);
                 queue_values(r, rec, true);
+                spawned.emplace_back(rec.remote.to_bits(), rec.local);
                 rec.in_place = 0;
             } else {
                 queue_values(r, rec, false);
@@ -321,12 +381,31 @@ struct Mirror::Impl {
                 writes = writes || rec.in_place != 0;
             }
         }
+        // What can still fail comes before anything changes: the new mappings' nodes (the
+        // splice into `locals` below allocates nothing, its buckets are reserved) and the
+        // decoded in-place values of reflected types.
+        std::unordered_map<std::uint64_t, Entity> fresh(spawned.begin(), spawned.end());
+        Staging staged;
+        if (writes) {
+            std::size_t reflected = 0;
+            for (const Record& rec : records) {
+                for (std::size_t k = 0; k < comps.size(); ++k) {
+                    if ((rec.in_place >> k & 1) != 0 && comps[k].kind == wire::Kind::fields)
+                        ++reflected;
+                }
+            }
+            staged.values.reserve(reflected);
+            for (const Record& rec : records) {
+                if (rec.in_place != 0) stage_in_place(r, rec, staged);
+            }
+        }
         guard.release();
         for (const std::uint64_t remote : forgotten) locals.erase(remote);
-        for (const auto& [remote, local] : spawned) locals[remote] = local;
+        for (const auto& [remote, local] : spawned) locals.erase(remote);  // a dead local's
+        locals.merge(fresh);
         if (writes) {
             for (const Record& rec : records) {
-                if (rec.in_place != 0) write_in_place(r, rec);
+                if (rec.in_place != 0) write_in_place(r, rec, staged);
             }
         }
         scope.close();
