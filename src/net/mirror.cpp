@@ -209,8 +209,7 @@ struct Mirror::Impl {
         std::uint64_t queued = rec.mask;
         rec.in_place = 0;
         if (!place) {
-            const tessera::detail::Archetype& a =
-                s->archetype(s->try_record(rec.local)->archetype);
+            const tessera::detail::Archetype& a = s->archetype(s->try_record(rec.local)->archetype);
             const Entity e = rec.local;
             for (std::size_t k = 0; k < comps.size(); ++k) {
                 if ((rec.mask >> k & 1) != 0 && in_place(e, a, k))
@@ -284,7 +283,8 @@ struct Mirror::Impl {
                 skip_value(r, c);
                 continue;
             }
-            auto* v = static_cast<std::byte*>(staged.memory.allocate(c.info->size, c.info->alignment));
+            auto* v =
+                static_cast<std::byte*>(staged.memory.allocate(c.info->size, c.info->alignment));
             c.info->construct_value(v);
             staged.values.push_back({c.info, v});
             wire::read_value(r, *c.info, c.kind, v);
