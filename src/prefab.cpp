@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <memory_resource>
 
 namespace tessera::detail {
 
@@ -205,7 +206,12 @@ std::span<const Entity> instantiate_now(Storage& s, Entity prefab, std::size_t n
     std::pmr::memory_resource* mr = s.resource();
     const RelationType& isa_type = relation_type<IsA>();
     const RelationType& child_type = relation_type<ChildOf>();
-    std::pmr::vector<Level> levels(mr);
+    // The plan's scratch (levels, id lists) is on the stack, the world's resource past it: a
+    // small tree plans without an allocation.
+    alignas(std::max_align_t) std::byte buffer[4096];
+    std::pmr::monotonic_buffer_resource scratch(buffer, sizeof buffer, mr);
+    std::pmr::vector<Level> levels(&scratch);
+    levels.reserve(8);
     plan_levels(s, prefab, levels);
     // An override the prefab lacks brings its requirements the prefab lacks too (the copied
     // ones are kept as they are); they are placed as overrides.
@@ -224,9 +230,10 @@ std::span<const Entity> instantiate_now(Storage& s, Entity prefab, std::size_t n
     RelationIndex::Kind* child = levels.size() > 1 ? index.find(child_type.data) : nullptr;
     s.check_plain(override_ids, op);
     for (const ComponentId id : override_ids) s.ensure_component(id);
-    std::pmr::vector<ComponentId> ids(mr);
+    std::pmr::vector<ComponentId> ids(&scratch);
     for (std::size_t l = 0; l < levels.size(); ++l) {
         ids.clear();
+        ids.reserve(levels[l].source->ids.size() + override_ids.size() + 4);
         copied_ids(s, levels[l], ids);
         if (l == 0) ids.insert(ids.end(), override_ids.begin(), override_ids.end());
         ids.push_back(isa_type.data);
