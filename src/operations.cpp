@@ -4,6 +4,7 @@
 #include <tessera/error.hpp>
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 
 namespace tessera::detail {
@@ -11,6 +12,23 @@ namespace tessera::detail {
 [[noreturn]] void throw_not_alive(const char* op, Entity e, ComponentId id);
 
 void put_value(Storage& s, TableRow at, ComponentId id, std::byte* value, bool existed) noexcept {
+    if (const SparseSet* set = s.sparse(id)) [[unlikely]] {
+        // A sparse component: its entry in the set exists already (prepare_add, apply_place).
+        const ComponentInfo& info = set->info();
+        if (info.size == 0) {
+            if (value != nullptr && info.destroy != nullptr) info.destroy(value, 1);
+            return;
+        }
+        const std::uint32_t row = set->find(at.archetype->entities[at.row]);
+        std::byte* dst = set->value(row);
+        if (existed && info.destroy != nullptr) info.destroy(dst, 1);
+        if (info.relocate != nullptr)
+            info.relocate(dst, value, 1);
+        else
+            std::memcpy(dst, value, info.size);
+        if (existed) set->stamp_changed(row, s.tick());
+        return;
+    }
     const std::int32_t c = at.archetype->column_index(id);
     if (c < 0 || at.archetype->columns[static_cast<std::uint32_t>(c)].size == 0) {
         // A tag: no bytes to place (an enableable tag's flag is set by the move).
@@ -50,13 +68,23 @@ void apply_place(Storage& s, Entity e, std::span<const ComponentId> ids, std::by
     TESSERA_ASSERT(r != nullptr && r->archetype == pending_archetype,
                    "apply_place: the entity is not pending");
     for (const ComponentId id : ids) s.ensure_component(id);
+    // The table takes the table components; sparse ones go to their sets (room first).
     ScratchArray<ComponentId> sorted(ids.size(), s.resource());
-    std::copy(ids.begin(), ids.end(), sorted.data());
-    std::sort(sorted.data(), sorted.data() + ids.size());
-    Archetype& to = s.archetype_for(sorted.span());
+    std::size_t n = 0;
+    for (const ComponentId id : ids) {
+        if (s.sparse(id) == nullptr) sorted[n++] = id;
+    }
+    std::sort(sorted.data(), sorted.data() + n);
+    Archetype& to = s.archetype_for({sorted.data(), n});
     s.reserve_rows(to, 1);
+    if (n != ids.size()) s.reserve_sparse(ids, e.index);
     // Nothing below throws until the observers.
     const TableRow at = s.move_entity(e, *r, to);
+    if (n != ids.size()) {
+        for (const ComponentId id : ids) {
+            if (SparseSet* set = s.sparse(id)) set->insert(e, s.tick());
+        }
+    }
     for (std::size_t i = 0; i < ids.size(); ++i) put_value(s, at, ids[i], values[i], false);
     commit();
     if (s.hooked(to)) s.hooks().spawned(s, e);
@@ -270,7 +298,7 @@ Applied apply_front(Storage& s, CommandQueue& q, Entity target, Entity other) {
             ScratchArray<ComponentId> buffer(n, s.resource());
             std::size_t present = 0;
             for (const Command& c : call) {
-                if (from.contains(c.id)) buffer[present++] = c.id;
+                if (from.contains(c.id) || s.has(target, c.id)) buffer[present++] = c.id;  // sparse
             }
             const std::span<const ComponentId> ids(buffer.data(), present);
             if (present == 0) {

@@ -8,6 +8,7 @@
 #include <tessera/assert.hpp>
 #include <tessera/component.hpp>
 #include <tessera/detail/archetype.hpp>
+#include <tessera/detail/sparse_set.hpp>
 #include <tessera/entity.hpp>
 
 #include <atomic>
@@ -185,7 +186,26 @@ public:
     }
     [[nodiscard]] bool has(Entity e, ComponentId id) const noexcept {
         const EntityRecord* r = try_record(e);
-        return r != nullptr && archetypes_[r->archetype]->contains(id);
+        if (r == nullptr) return false;
+        if (archetypes_[r->archetype]->contains(id)) return true;
+        const SparseSet* set = sparse(id);  // a sparse component is in no table
+        return set != nullptr && set->contains(e);
+    }
+
+    // ---- sparse components (detail/sparse_set.hpp) ----
+    /// The sparse set of `id` in this world, or null (a table component, or one this world
+    /// has not recorded yet: `ensure_component` makes the set).
+    [[nodiscard]] SparseSet* sparse(ComponentId id) const noexcept {
+        return id.value < sparse_by_id_.size() ? sparse_by_id_[id.value] : nullptr;
+    }
+    /// Every sparse set of this world, in the order the world first saw their components.
+    [[nodiscard]] std::span<SparseSet* const> sparse_sets() const noexcept { return sparse_sets_; }
+    /// Room in the set of each sparse component of `ids` (recorded) for one more entity of
+    /// index `index`. @throws std::bad_alloc, changing nothing visible.
+    void reserve_sparse(std::span<const ComponentId> ids, std::uint32_t index) {
+        for (const ComponentId id : ids) {
+            if (SparseSet* set = sparse(id)) set->reserve(index, 1);
+        }
     }
     [[nodiscard]] std::size_t count() const noexcept { return alive_; }
     /// Archetypes a user can see: the empty one and every created one (not the two sentinels).
@@ -492,6 +512,13 @@ private:
     void init_row(TableRow at) noexcept;
     Bundle new_bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids_in_order);
     void free_row(Archetype& a, std::uint32_t row) noexcept;
+    /// Erases the live entity `e` from every sparse set (despawn): O(sparse components).
+    void erase_sparse(Entity e) noexcept {
+        for (SparseSet* set : sparse_sets_) set->erase(e);
+    }
+    /// `prepare_add` of ids (recorded) some of which are sparse.
+    TableRow prepare_add_sparse(Entity e, const EntityRecord& r, std::span<const ComponentId> ids,
+                                bool* existed);
     /// Marks the record of a live entity dead (generation bumped) and frees its index.
     void free_record(std::uint32_t index) noexcept;
     /// The generation after `g`: it wraps to 1, and 0xFFFFFFFF is never used (it marks
@@ -526,6 +553,10 @@ private:
     std::pmr::vector<BundleEntry> bundles_;
     std::pmr::vector<std::int32_t> bundle_columns_;
     std::pmr::vector<std::uint64_t> permanent_;
+    // The sparse sets (owned), in the order made, and by component id (empty, so `sparse(id)`
+    // is one compare, in a world without sparse components).
+    std::pmr::vector<SparseSet*> sparse_sets_;
+    std::pmr::vector<SparseSet*> sparse_by_id_;
     std::uint64_t epoch_ = 0;
     bool hooked_ = false;    ///< something is attached
     bool hook_all_ = false;  ///< every change is hooked
