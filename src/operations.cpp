@@ -87,7 +87,15 @@ void apply_place(Storage& s, Entity e, std::span<const ComponentId> ids, std::by
     }
     for (std::size_t i = 0; i < ids.size(); ++i) put_value(s, at, ids[i], values[i], false);
     commit();
-    if (s.hooked(to)) s.hooks().spawned(s, e);
+    if (s.hooked(to) || s.hooked(ids)) s.hooks().spawned(s, e);  // ids: the sparse ones too
+}
+
+bool sparse_hooked(const Storage& s, Entity e) noexcept {
+    if (!s.hooked()) return false;
+    for (const SparseSet* set : s.sparse_sets()) {
+        if (s.hooked(set->info().id) && set->contains(e)) return true;
+    }
+    return false;
 }
 
 bool apply_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
@@ -141,7 +149,7 @@ void live_distinct(Storage& s, std::span<const Entity> es, bool skip_queued,
 std::size_t apply_despawns(Storage& s, std::span<const Entity> es) {
     const auto concerned = [&s](Entity e) {
         const EntityRecord* r = s.try_record(e);
-        return r != nullptr && s.hooked(*r);
+        return r != nullptr && (s.hooked(*r) || sparse_hooked(s, e));
     };
     if (!s.hooked() || (s.relations() == nullptr && std::none_of(es.begin(), es.end(), concerned)))
         [[likely]] {

@@ -2,17 +2,21 @@
 // the archetype tables, structural calls that split them off, reads and writes, despawn,
 // deferral and commands, clone and snapshots, and a model-based randomized test against a
 // std::map reference.
+#include <tessera/serialize.hpp>
 #include <tessera/tessera.hpp>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <random>
 #include <set>
+#include <span>
+#include <tuple>
 #include <string>
 #include <utility>
 #include <vector>
@@ -337,6 +341,305 @@ TEST(Sparse, CloneAndSnapshotsCopyTheSets) {
     EXPECT_EQ(w.get<Buff>(f).power, 2);
     EXPECT_FALSE(w.is_enabled<Stun>(f));
     EXPECT_EQ(w.count(), 2u);
+}
+
+
+// ---- queries ----
+
+TEST(SparseQuery, VisitsOnlyEntitiesThatHaveTheSparseTerm) {
+    ts::World w;
+    std::vector<ts::Entity> es;
+    for (int i = 0; i < 50; ++i) es.push_back(w.spawn(Pos{float(i), 0}));
+    for (int i = 0; i < 50; i += 5) w.add(es[i], Buff{i});
+    auto q = w.query<const Pos&, const Buff&>();
+    std::set<std::uint32_t> seen;
+    q.each([&](ts::Entity e, const Pos& p, const Buff& b) {
+        EXPECT_EQ(int(p.x), b.power);
+        seen.insert(e.index);
+    });
+    EXPECT_EQ(seen.size(), 10u);
+    EXPECT_EQ(q.count(), 10u);
+    // Only sparse: every table matches, the set drives.
+    std::size_t n = 0;
+    w.query<const Buff&>().each([&](const Buff&) { ++n; });
+    EXPECT_EQ(n, 10u);
+    // The table side is smaller: a Vel on two entities, one with a Buff.
+    w.add(es[0], Vel{});
+    w.add(es[1], Vel{});
+    n = 0;
+    w.query<const Vel&, const Buff&>().each([&](const Vel&, const Buff& b) {
+        EXPECT_EQ(b.power, 0);
+        ++n;
+    });
+    EXPECT_EQ(n, 1u);
+}
+
+TEST(SparseQuery, TermKindsWithAndWithout) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Pos{1, 0}, Buff{1});
+    const ts::Entity b = w.spawn(Pos{2, 0});
+    const ts::Entity c = w.spawn(Pos{3, 0}, Buff{3}, Marked{});
+    // Optional sparse terms.
+    std::map<std::uint32_t, int> opt;
+    w.query<const Pos&, const Buff*>().each([&](ts::Entity e, const Pos&, const Buff* bp) {
+        opt[e.index] = bp == nullptr ? -1 : bp->power;
+    });
+    EXPECT_EQ(opt, (std::map<std::uint32_t, int>{{a.index, 1}, {b.index, -1}, {c.index, 3}}));
+    // Writes through T&, T* and Mut<T>.
+    w.query<Buff&>().each([](Buff& x) { x.power *= 10; });
+    w.query<const Pos&, Buff*>().each([](const Pos&, Buff* x) {
+        if (x != nullptr) x->power += 1;
+    });
+    w.query<ts::Mut<Buff>>().each([](ts::Mut<Buff> x) {
+        if (x->power > 20) x.write().power += 1;
+    });
+    EXPECT_EQ(w.get<Buff>(a).power, 11);
+    EXPECT_EQ(w.get<Buff>(c).power, 32);
+    // with / without on sparse components, sparse tags as terms.
+    std::vector<ts::Entity> got;
+    w.query<const Pos&>().with<Marked>().each([&](ts::Entity e, const Pos&) { got.push_back(e); });
+    EXPECT_EQ(got, std::vector<ts::Entity>{c});
+    got.clear();
+    w.query<const Pos&>().without<Buff>().each([&](ts::Entity e, const Pos&) { got.push_back(e); });
+    EXPECT_EQ(got, std::vector<ts::Entity>{b});
+    got.clear();
+    w.query<const Marked&>().each([&](ts::Entity e, const Marked&) { got.push_back(e); });
+    EXPECT_EQ(got, std::vector<ts::Entity>{c});
+    got.clear();
+    w.query<const Pos&, const Marked*>().each([&](ts::Entity e, const Pos&, const Marked* m) {
+        if (m != nullptr) got.push_back(e);
+    });
+    EXPECT_EQ(got, std::vector<ts::Entity>{c});
+    got.clear();
+    w.each([&](ts::Entity e, const Buff&) { got.push_back(e); });
+    EXPECT_EQ(got.size(), 2u);
+}
+
+TEST(SparseQuery, ChangeFiltersAndStamps) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Pos{}, Buff{1});
+    const ts::Entity b = w.spawn(Pos{}, Buff{2});
+    auto changed = w.query<const Buff&>().changed<Buff>();
+    auto added = w.query<const Pos&>().added<Buff>();
+    std::size_t n = 0;
+    changed.each([&](const Buff&) { ++n; });
+    EXPECT_EQ(n, 2u);  // the first run sees every row
+    n = 0;
+    changed.each([&](const Buff&) { ++n; });
+    EXPECT_EQ(n, 0u);
+    w.get_mut<Buff>(b).power = 5;
+    std::vector<ts::Entity> got;
+    changed.each([&](ts::Entity e, const Buff&) { got.push_back(e); });
+    EXPECT_EQ(got, std::vector<ts::Entity>{b});
+    n = 0;
+    added.each([&](const Pos&) { ++n; });
+    EXPECT_EQ(n, 2u);
+    const ts::Entity c = w.spawn(Pos{});
+    w.add(c, Buff{3});
+    got.clear();
+    added.each([&](ts::Entity e, const Pos&) { got.push_back(e); });
+    EXPECT_EQ(got, std::vector<ts::Entity>{c});
+    // A T& term stamps the rows it visits; a const one does not.
+    w.query<Buff&>().each([](Buff&) {});
+    got.clear();
+    changed.each([&](ts::Entity e, const Buff&) { got.push_back(e); });
+    EXPECT_EQ(got.size(), 3u);
+    w.query<const Buff&>().each([](const Buff&) {});
+    n = 0;
+    changed.each([&](const Buff&) { ++n; });
+    EXPECT_EQ(n, 0u);
+    // changed_since on a sparse component.
+    const std::uint64_t t = w.tick();
+    w.advance_tick();
+    w.set(a, Buff{9});
+    got.clear();
+    w.query<const Pos&>().changed_since<Buff>(t).each([&](ts::Entity e, const Pos&) {
+        got.push_back(e);
+    });
+    EXPECT_EQ(got, std::vector<ts::Entity>{a});
+}
+
+TEST(SparseQuery, DisabledSparseComponentsAreSkipped) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Pos{}, Stun{1});
+    const ts::Entity b = w.spawn(Pos{}, Stun{2});
+    w.enable<Stun>(a, false);
+    std::vector<ts::Entity> got;
+    w.query<const Stun&>().each([&](ts::Entity e, const Stun&) { got.push_back(e); });
+    EXPECT_EQ(got, std::vector<ts::Entity>{b});
+    got.clear();
+    w.query<const Pos&>().with<Stun>().each([&](ts::Entity e, const Pos&) { got.push_back(e); });
+    EXPECT_EQ(got, std::vector<ts::Entity>{b});
+}
+
+TEST(SparseQuery, StructuralChangesInTheLoopAreDeferred) {
+    ts::World w;
+    std::vector<ts::Entity> es;
+    for (int i = 0; i < 10; ++i) es.push_back(w.spawn(Pos{}, Buff{i}));
+    w.query<const Buff&>().each([&](ts::Entity e, const Buff& b) {
+        if (b.power % 2 == 0) w.remove<Buff>(e);
+        w.add(e, Name{"seen"});
+    });
+    for (int i = 0; i < 10; ++i) {
+        EXPECT_EQ(w.has<Buff>(es[i]), i % 2 != 0);
+        EXPECT_EQ(w.get<Name>(es[i]).s, "seen");
+    }
+    EXPECT_EQ(w.query<const Buff&>().count(), 5u);
+    auto doomed = w.query<const Pos&, const Buff&>();
+    EXPECT_EQ(w.despawn_all(doomed), 5u);
+    EXPECT_EQ(w.count(), 5u);
+}
+
+TEST(SparseQuery, ParEachAndRefusedForms) {
+    ts::World w;
+    for (int i = 0; i < 100; ++i) w.spawn(Pos{}, Buff{i});
+    std::atomic<int> sum{0};
+    w.query<const Buff&>().par_each([&](const Buff& b) { sum += b.power; });
+    EXPECT_EQ(sum.load(), 4950);
+    auto q = w.query<const Pos&>().with<Buff>();
+    EXPECT_EQ(error_of([&] { (void)q.chunks(); }), ts::errc::invalid_argument);
+    EXPECT_EQ(error_of([&] { (void)q.on_enter([](ts::World&, ts::Entity) {}); }),
+              ts::errc::invalid_argument);
+}
+
+TEST(SparseQuery, RandomQueriesMatchAReference) {
+    std::mt19937 rng(5);
+    ts::World w;
+    std::map<ts::Entity, std::tuple<bool, std::optional<int>, bool>> ref;  // pos, buff, marked
+    std::vector<ts::Entity> live;
+    for (int step = 0; step < 3000; ++step) {
+        const int op = std::uniform_int_distribution<int>(0, 6)(rng);
+        if (live.empty() || op == 0) {
+            const ts::Entity e = w.spawn();
+            live.push_back(e);
+            ref[e] = {false, std::nullopt, false};
+            continue;
+        }
+        const ts::Entity e = live[std::uniform_int_distribution<std::size_t>(0, live.size() - 1)(rng)];
+        auto& [pos, buff, marked] = ref[e];
+        switch (op) {
+            case 1: w.add(e, Buff{step}); buff = step; break;
+            case 2: w.remove<Buff>(e); buff.reset(); break;
+            case 3:
+                if (pos) w.remove<Pos>(e); else w.add(e, Pos{});
+                pos = !pos;
+                break;
+            case 4:
+                if (marked) w.remove<Marked>(e); else w.add<Marked>(e);
+                marked = !marked;
+                break;
+            case 5:
+                w.despawn(e);
+                ref.erase(e);
+                live.erase(std::find(live.begin(), live.end(), e));
+                break;
+            default: break;
+        }
+        if (step % 100 != 0) continue;
+        std::map<ts::Entity, int> expect_pb, got_pb;
+        std::set<ts::Entity> expect_m, got_m;
+        for (const auto& [x, v] : ref) {
+            if (std::get<0>(v) && std::get<1>(v)) expect_pb[x] = *std::get<1>(v);
+            if (std::get<2>(v) && !std::get<1>(v)) expect_m.insert(x);
+        }
+        w.query<const Pos&, const Buff&>().each([&](ts::Entity x, const Pos&, const Buff& b) {
+            got_pb[x] = b.power;
+        });
+        w.query<const Marked&>().without<Buff>().each([&](ts::Entity x, const Marked&) {
+            got_m.insert(x);
+        });
+        ASSERT_EQ(got_pb, expect_pb);
+        ASSERT_EQ(got_m, expect_m);
+    }
+}
+
+
+// ---- observers ----
+
+TEST(SparseObservers, AddSetRemoveFireAsForTableComponents) {
+    ts::World w;
+    std::vector<std::string> log;
+    const auto note = [&](const char* what) {
+        return [&log, what](ts::World& world, ts::Entity e) {
+            log.push_back(std::string(what) + ":" + std::to_string(e.index));
+            if (std::string(what) == "remove") EXPECT_TRUE(world.has<Buff>(e));  // still readable
+        };
+    };
+    ts::Observer a = w.on_add<Buff>(note("add"));
+    ts::Observer st = w.on_set<Buff>(note("set"));
+    ts::Observer r = w.on_remove<Buff>(note("remove"));
+    const ts::Entity e = w.spawn(Pos{});
+    w.add(e, Buff{1});           // add
+    w.add(e, Buff{2});           // replace: set
+    w.set(e, Buff{3});           // set
+    w.get_mut<Buff>(e).power = 4;
+    w.modified<Buff>(e);         // set
+    EXPECT_TRUE(w.remove<Buff>(e));  // remove
+    EXPECT_FALSE(w.remove<Buff>(e));
+    const ts::Entity f = w.spawn(Pos{}, Buff{5});  // add at spawn
+    w.despawn(f);                                  // remove at despawn
+    const ts::Entity g = w.spawn(Buff{6});
+    const std::vector<ts::Entity> bulk = {g};
+    w.despawn(std::span<const ts::Entity>(bulk));  // and at a bulk despawn
+    const std::string ei = std::to_string(e.index), fi = std::to_string(f.index),
+                      gi = std::to_string(g.index);
+    EXPECT_EQ(log, (std::vector<std::string>{"add:" + ei, "set:" + ei, "set:" + ei, "set:" + ei,
+                                             "remove:" + ei, "add:" + fi, "remove:" + fi,
+                                             "add:" + gi, "remove:" + gi}));
+    EXPECT_EQ(w.archetype_of(e).index, (w.archetype<Pos>().index));
+}
+
+TEST(SparseObservers, DeferredAndObservedPathsKeepTheValues) {
+    ts::World w;
+    int adds = 0;
+    ts::Observer o = w.on_add<Name>([&](ts::World& world, ts::Entity e) {
+        ++adds;
+        EXPECT_EQ(world.get<Name>(e).s, "n");
+        world.add(e, Buff{7});  // deferred until the callback returns
+    });
+    const ts::Entity e = w.spawn(Pos{}, Name{"n"});
+    EXPECT_EQ(adds, 1);
+    EXPECT_EQ(w.get<Buff>(e).power, 7);
+    w.add(e, Vel{}, Name{"n"});  // replace: no add
+    EXPECT_EQ(adds, 1);
+    EXPECT_TRUE((w.remove<Vel, Name>(e)));
+    EXPECT_FALSE(w.has<Name>(e));
+    EXPECT_FALSE(w.has<Vel>(e));
+    // A whole-table despawn_all of a table query still tells the sparse observers.
+    int removed = 0;
+    ts::Observer r = w.on_remove<Buff>([&](ts::World&, ts::Entity) { ++removed; });
+    auto everyone = w.query<const Pos&>();
+    EXPECT_EQ(w.despawn_all(everyone), 1u);
+    EXPECT_EQ(removed, 1);
+}
+
+// ---- state_hash and the snapshot formats ----
+
+TEST(SparseSerialization, StateHashSeesSparseValues) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Pos{});
+    const std::uint64_t before = ts::state_hash(w);
+    w.add(e, Buff{1});
+    const std::uint64_t with = ts::state_hash(w);
+    EXPECT_NE(with, before);
+    w.set(e, Buff{2});
+    EXPECT_NE(ts::state_hash(w), with);
+    w.set(e, Buff{1});
+    EXPECT_EQ(ts::state_hash(w), with);
+    EXPECT_EQ(ts::state_hash(w.clone()), with);
+    w.remove<Buff>(e);
+    EXPECT_EQ(ts::state_hash(w), before);
+}
+
+TEST(SparseSerialization, SavingSparseValuesIsRefusedNotDropped) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Pos{}, Buff{1});
+    EXPECT_EQ(error_of([&] { (void)ts::save(w); }), ts::errc::invalid_argument);
+    EXPECT_EQ(error_of([&] { (void)ts::to_json(w); }), ts::errc::invalid_argument);
+    w.remove<Buff>(e);
+    ts::World loaded;
+    ts::load(ts::save(w), loaded);  // empty sets: nothing to lose
+    EXPECT_EQ(loaded.count(), 1u);
 }
 
 // ---- strong guarantee: a failed allocation changes nothing ----

@@ -54,7 +54,7 @@ MODULES = [
                    "src/observer_hooks.hpp"]),
     ("relations", [I + "relation.hpp", "src/relation*"]),
     ("queries", [I + "query.hpp", I + "chunk.hpp", I + "mut.hpp", I + "detail/terms.hpp",
-                 "src/query.cpp"]),
+                 "src/query.cpp", I + "detail/sparse_query.hpp"]),
     ("resources", [I + "resource.hpp", "src/resource.cpp"]),
     ("events", [I + "events.hpp", "src/events.cpp"]),
     ("dynamic", [I + "dynamic.hpp", I + "detail/field_value.hpp", "src/dynamic.cpp"]),

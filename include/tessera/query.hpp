@@ -12,6 +12,7 @@
 #include <tessera/chunk.hpp>
 #include <tessera/detail/operations.hpp>
 #include <tessera/detail/parallel.hpp>
+#include <tessera/detail/sparse_query.hpp>
 #include <tessera/detail/terms.hpp>
 #include <tessera/detail/type_list.hpp>
 #include <tessera/error.hpp>
@@ -43,6 +44,9 @@ struct ChangeFilter {
     bool added = false;          ///< test the added tick instead of the changed tick
     bool since_last_run = true;  ///< the tick is the query's previous run; else `tick`
     std::uint64_t tick = 0;
+    /// The component is sparse (detail/sparse_query.hpp): the tables' checks (`passes`,
+    /// `block_passes`) skip it, the sparse run checks it.
+    bool sparse = false;
 };
 
 /// The untyped part of a query: what it matches and the archetypes it has matched so far.
@@ -56,7 +60,9 @@ public:
           filters_(storage.resource()),
           gates_(storage.resource()),
           term_ids_(storage.resource()),
-          columns_(storage.resource()) {}
+          columns_(storage.resource()),
+          sparse_all_(storage.resource()),
+          sparse_none_(storage.resource()) {}
     QueryState(const QueryState&) = default;
     QueryState(QueryState&&) noexcept = default;
     QueryState& operator=(const QueryState&) = default;
@@ -100,6 +106,28 @@ public:
     /// Adds an enableable component of a `with` filter: rows where it is disabled are skipped,
     /// as for a term's (each id once).
     void add_gate(ComponentId id);
+    /// The enableable components of `with` filters.
+    [[nodiscard]] std::span<const ComponentId> gates() const noexcept { return gates_; }
+    /// Adds a sparse component the query requires (`required`: a term or `with`) or excludes
+    /// (`without`), each once: kept out of `spec`, whose matcher sees tables only.
+    void add_sparse(ComponentId id, bool required) {
+        std::pmr::vector<ComponentId>& list = required ? sparse_all_ : sparse_none_;
+        for (const ComponentId known : list)
+            if (known == id) return;
+        list.push_back(id);
+        sparse_ = true;
+    }
+    /// The sparse components required and excluded (`add_sparse`).
+    [[nodiscard]] std::span<const ComponentId> sparse_all() const noexcept { return sparse_all_; }
+    [[nodiscard]] std::span<const ComponentId> sparse_none() const noexcept {
+        return sparse_none_;
+    }
+    /// Whether the query names a sparse component (its runs take the sparse path).
+    [[nodiscard]] bool sparse() const noexcept { return sparse_; }
+    /// The tick a filter's ticks must be above in this run.
+    [[nodiscard]] std::uint64_t since(const ChangeFilter& f) const noexcept {
+        return f.since_last_run ? run_since_ : f.tick;
+    }
     /// Whether some `with` gate has enable flags in `a`.
     [[nodiscard]] bool gated(const Archetype& a) const noexcept;
     /// Whether every `with` gate that `a` has is enabled at `row`. O(gates).
@@ -166,6 +194,9 @@ private:
     std::pmr::vector<ComponentId> gates_;      ///< enableable components of `with` filters
     std::pmr::vector<ComponentId> term_ids_;   ///< see `set_terms`
     std::pmr::vector<const Column*> columns_;  ///< per matched archetype, per term
+    std::pmr::vector<ComponentId> sparse_all_;   ///< see `add_sparse`
+    std::pmr::vector<ComponentId> sparse_none_;
+    bool sparse_ = false;                        ///< some sparse component is named
     std::size_t seen_ = 0;                     ///< archetypes examined so far
     std::uint64_t epoch_ = 0;                  ///< the storage's layout epoch `matched_` belongs to
     std::uint64_t last_run_ = 0;               ///< tick at the end of the previous run
@@ -180,6 +211,8 @@ private:
 [[noreturn]] void throw_empty_query(const char* op);
 /// Checks every id of `spec` (`checked_info`). @throws Error(not_registered) naming `op`.
 void check_spec(const QuerySpec& spec, const char* op);
+/// Throws Error(invalid_argument): `op` does not take a query that names a sparse component.
+[[noreturn]] void throw_sparse_query(const char* op);
 /// Throws Error(invalid_argument): `op` was given a query of another world.
 [[noreturn]] void throw_foreign_query(const char* op);
 /// `world.despawn(doomed)` for `despawn_all`, which began a run of `state`: ends the run once
@@ -215,7 +248,9 @@ public:
                 using Tr = detail::term_traits<Terms>;
                 if constexpr (!Tr::entity) {
                     storage.ensure_component(component_id<typename Tr::component>());
-                    if constexpr (Tr::required) {
+                    if constexpr (Tr::required && detail::sparse_term_v<Terms>) {
+                        state_.add_sparse(component_id<typename Tr::component>(), true);
+                    } else if constexpr (Tr::required) {
                         state_.spec.all.push_back(component_id<typename Tr::component>());
                     }
                 }
@@ -251,9 +286,12 @@ public:
     Query&& without() && {
         return std::move(without<Ts...>());
     }
-    /// Requires at least one of `Ts`.
+    /// Requires at least one of `Ts` (table components only).
     template <class... Ts>
     Query& any() & {
+        static_assert(!detail::any_sparse_v<Ts...>,
+                      "tessera: Query::any takes table components only; a sparse component "
+                      "(storage_kind::sparse) can't be one of its alternatives");
         return add_ids<Ts...>(state_.spec.any);
     }
     /// `any` on a temporary query.
@@ -318,6 +356,14 @@ public:
                       "after a leading tessera::Entity");
         if (!state_.attached()) return;  // an empty query matches nothing
         detail::Storage& s = state_.storage();
+        if (sparse_run()) [[unlikely]] {
+            detail::DeferScope defer(s, state_.owns_world());
+            state_.begin_run();
+            run_sparse<Visit::call, with_entity>(fn, nullptr);
+            state_.end_run();
+            defer.close();
+            return;
+        }
         const std::span<const std::uint32_t> matched = state_.update();
         detail::DeferScope defer(s, state_.owns_world());
         state_.begin_run();
@@ -343,7 +389,9 @@ public:
     /// the workers share (docs/threading.md lists each `World` member); loops of other queries
     /// may run in the callback (they leave the world's deferral and parallel mode alone). The
     /// callback must be safe to call concurrently.
-    /// Allocates nothing in a steady state beyond what oneTBB's scheduler does.
+    /// Allocates nothing in a steady state beyond what oneTBB's scheduler does. A query that
+    /// names a sparse component runs its rows on the calling thread (as `each`, with the
+    /// structural changes of `par_each` refused).
     template <class F>
     void par_each(F&& fn) {
         constexpr bool with_entity = detail::takes_entity_v<F, Terms...>;
@@ -352,6 +400,16 @@ public:
                       "optionally after a leading tessera::Entity");
         if (!state_.attached()) return;  // an empty query matches nothing
         detail::Storage& s = state_.storage();
+        if (sparse_run()) [[unlikely]] {
+            detail::DeferScope defer(s, state_.owns_world());
+            detail::ParallelScope parallel(s, state_.owns_world());
+            state_.begin_run();
+            run_sparse<Visit::call, with_entity>(fn, nullptr);
+            state_.end_run();
+            parallel.close();
+            defer.close();
+            return;
+        }
         const std::span<const std::uint32_t> matched = state_.update();
         // Row ranges of the non-empty tables, by prefix sum, so workers split rows evenly
         // across table boundaries.
@@ -414,7 +472,11 @@ public:
     /// whole chunk. Structural changes made by `fn` are deferred until the loop ends.
     template <class F>
     void each_chunk(F&& fn) {
+        static_assert(!sparse_terms,
+                      "tessera: chunks have table columns only: a query with a sparse term "
+                      "(storage_kind::sparse) iterates with each or par_each");
         if (!state_.attached()) return;  // an empty query matches nothing
+        check_no_sparse("Query::each_chunk");
         detail::Storage& s = state_.storage();
         const std::span<const std::uint32_t> matched = state_.update();
         detail::DeferScope defer(s, state_.owns_world());
@@ -513,15 +575,33 @@ public:
         bool deferring_ = false;
     };
 
-    /// The matching archetypes as chunks, for a range-for.
-    ChunkRange chunks() & { return ChunkRange(*this); }
+    /// The matching archetypes as chunks, for a range-for. A query that names a sparse
+    /// component has no chunks: a sparse term is a compile error, a sparse `with`, `without` or
+    /// change filter Error(invalid_argument).
+    ChunkRange chunks() & {
+        static_assert(!sparse_terms,
+                      "tessera: chunks have table columns only: a query with a sparse term "
+                      "(storage_kind::sparse) iterates with each or par_each");
+        check_no_sparse("Query::chunks");
+        return ChunkRange(*this);
+    }
     /// The same for a temporary query: the range keeps it alive for the loop.
-    ChunkRange chunks() && { return ChunkRange(std::move(*this)); }
+    ChunkRange chunks() && {
+        static_assert(!sparse_terms,
+                      "tessera: chunks have table columns only: a query with a sparse term "
+                      "(storage_kind::sparse) iterates with each or par_each");
+        check_no_sparse("Query::chunks");
+        return ChunkRange(std::move(*this));
+    }
 
     /// Number of matching entities (change filters and enable flags are not applied).
     /// O(matched archetypes).
     [[nodiscard]] std::size_t count() {
         if (!state_.attached()) return 0;  // an empty query matches nothing
+        if (sparse_run()) [[unlikely]] {  // the entities that have its sparse components
+            const auto none = [](auto&&...) {};
+            return run_sparse<Visit::count, false>(none, nullptr);
+        }
         std::size_t n = 0;
         detail::Storage& s = state_.storage();
         for (const std::uint32_t index : state_.update()) n += s.archetype(index).size;
@@ -543,6 +623,7 @@ public:
     template <class F>
     [[nodiscard]] Observer on_enter(F&& fn) {
         check_attached("Query::on_enter");
+        check_no_sparse("Query::on_enter");
         return detail::subscribe_query(state_.storage(), Event::enter, state_.spec,
                                        std::forward<F>(fn));
     }
@@ -551,6 +632,7 @@ public:
     template <class F>
     [[nodiscard]] Observer on_exit(F&& fn) {
         check_attached("Query::on_exit");
+        check_no_sparse("Query::on_exit");
         return detail::subscribe_query(state_.storage(), Event::exit, state_.spec,
                                        std::forward<F>(fn));
     }
@@ -561,12 +643,235 @@ private:
     void check_attached(const char* op) const {
         if (!state_.attached()) detail::throw_empty_query(op);
     }
+    /// Throws invalid_argument naming `op` when the query names a sparse component.
+    void check_no_sparse(const char* op) const {
+        if (sparse_run()) [[unlikely]]
+            detail::throw_sparse_query(op);
+    }
 
     template <class... Ts>
     Query& add_ids(std::vector<ComponentId>& list) {
-        (list.push_back(component_id<Ts>()), ...);
+        (
+            [&] {
+                // Sparse components are matched per entity by the sparse run, not by `spec`.
+                if constexpr (detail::sparse_v<Ts>)
+                    state_.add_sparse(component_id<Ts>(), &list == &state_.spec.all);
+                else
+                    list.push_back(component_id<Ts>());
+            }(),
+            ...);
         state_.reset();  // the spec changed: match again from the first archetype
         return *this;
+    }
+
+    // ---- the sparse run (detail/sparse_query.hpp) ----
+    /// Whether a term names a sparse component.
+    static constexpr bool sparse_terms = (detail::sparse_term_v<Terms> || ...);
+    /// Whether runs take the sparse path: a term, `with`, `without` or filter names a sparse
+    /// component.
+    [[nodiscard]] bool sparse_run() const noexcept { return sparse_terms || state_.sparse(); }
+    enum class Visit { call, count, collect };
+
+    /// Visits the matching rows as `each` does (`Visit::call`; the caller begins and ends the
+    /// run), counts the entities that have the sparse components (`count`: no filters, no
+    /// flags), or appends the rows `each` would visit to `out` (`collect`). Driven by the
+    /// smaller side: the smallest required set, when it holds no more entities than the matched
+    /// tables hold rows, else the tables. Returns the rows visited.
+    template <Visit Mode, bool WithEntity, class F>
+    std::size_t run_sparse(F& fn, std::pmr::vector<Entity>* out) {
+        detail::Storage& s = state_.storage();
+        const std::span<const std::uint32_t> matched = state_.update();
+        const std::uint64_t tick = state_.write_tick();
+        detail::SparseSet* const sets[] = {detail::term_set<Terms>(s)..., nullptr};
+        const detail::SparseSet* driver = nullptr;
+        for (const ComponentId id : state_.sparse_all()) {
+            const detail::SparseSet* set = s.sparse(id);
+            if (set == nullptr) return 0;  // the world never had it: no entity has it
+            if (driver == nullptr || set->size() < driver->size()) driver = set;
+        }
+        if constexpr (set_walk) {
+            // One sparse term and nothing else to check, every table matched: its dense arrays.
+            if (state_.sparse_all().size() == 1 && state_.sparse_none().empty() &&
+                state_.filters().empty() && state_.gates().empty() &&
+                matched.size() + 2 == s.archetype_end()) {
+                return walk_set<Mode, WithEntity>(fn, sets, tick, out,
+                                                  std::index_sequence_for<Terms...>{});
+            }
+        }
+        std::size_t table_rows = 0;
+        for (const std::uint32_t index : matched) table_rows += s.archetype(index).size;
+        std::size_t visited = 0;
+        const auto visit = [&](Entity e, detail::Archetype& a, std::uint32_t row,
+                               const detail::Column* const* cols, std::uint32_t driver_row) {
+            if (visit_row<Mode, WithEntity>(fn, s, sets, driver, driver_row, e, a, row, cols,
+                                            tick, out)) {
+                ++visited;
+            }
+        };
+        if (driver != nullptr && driver->size() <= table_rows) {
+            // The set's dense rows, each entity's table looked up (its position in `matched`).
+            slots_.assign(s.archetype_end(), -1);
+            for (std::size_t k = 0; k < matched.size(); ++k)
+                slots_[matched[k]] = static_cast<std::int32_t>(k);
+            const detail::EntityRecord* records = s.records();
+            for (std::uint32_t d = 0; d < driver->size(); ++d) {
+                const Entity e = driver->entities()[d];
+                const detail::EntityRecord& r = records[e.index];  // sets hold live entities
+                const std::int32_t k = slots_[r.archetype];
+                if (k < 0) continue;
+                visit(e, s.archetype(r.archetype), r.row,
+                      state_.columns(static_cast<std::size_t>(k)), d);
+            }
+        } else {
+            for (std::size_t k = 0; k < matched.size(); ++k) {
+                detail::Archetype& a = s.archetype(matched[k]);
+                for (std::uint32_t row = 0; row < a.size; ++row)
+                    visit(a.entities[row], a, row, state_.columns(k), detail::SparseSet::no_row);
+            }
+        }
+        return visited;
+    }
+
+    /// One row of a sparse run (see `run_sparse`); false when it does not match.
+    template <Visit Mode, bool WithEntity, class F>
+    bool visit_row(F& fn, const detail::Storage& s, detail::SparseSet* const* sets,
+                   const detail::SparseSet* driver, std::uint32_t driver_row, Entity e,
+                   detail::Archetype& a, std::uint32_t row, const detail::Column* const* cols,
+                   std::uint64_t tick, std::pmr::vector<Entity>* out) {
+        using Seq = std::index_sequence_for<Terms...>;
+        constexpr std::uint32_t absent = detail::SparseSet::no_row;
+        std::uint32_t rows[sizeof...(Terms) + 1] = {};
+        const bool terms_found = [&]<std::size_t... I>(std::index_sequence<I...>) {
+            return ((rows[I] = sets[I] == nullptr ? absent
+                               : sets[I] == driver ? driver_row != absent ? driver_row
+                                                                          : sets[I]->find(e)
+                                                   : sets[I]->find(e),
+                     !(detail::sparse_term_v<Terms> && detail::term_traits<Terms>::required &&
+                       rows[I] == absent)) &&
+                    ...);
+        }(Seq{});
+        if (!terms_found) return false;
+        for (const ComponentId id : state_.sparse_all()) {
+            const detail::SparseSet* set = s.sparse(id);
+            if (set == driver && driver_row != absent) continue;
+            if (!set->contains(e)) return false;
+        }
+        for (const ComponentId id : state_.sparse_none()) {
+            const detail::SparseSet* set = s.sparse(id);
+            if (set != nullptr && set->contains(e)) return false;
+        }
+        if constexpr (Mode != Visit::count) {
+            if (a.enableable) {
+                const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
+                if (!(enabled_row(flags, row) && state_.gates_pass(a, row))) return false;
+            }
+            const bool off = [&]<std::size_t... I>(std::index_sequence<I...>) {
+                return (detail::sparse_disabled<Terms>(sets[I], rows[I]) || ...);
+            }(Seq{});
+            if (off) return false;
+            for (const ComponentId id : state_.gates()) {
+                const detail::SparseSet* set = s.sparse(id);
+                if (set == nullptr) continue;
+                const std::uint32_t r = set->find(e);
+                if (r != absent && set->enabled()[r] == 0) return false;
+            }
+            if (!state_.filters().empty()) {
+                if (!state_.passes(a, row)) return false;  // the table components' filters
+                for (const detail::ChangeFilter& f : state_.filters()) {
+                    if (!f.sparse) continue;
+                    const detail::SparseSet* set = s.sparse(f.id);
+                    const std::uint32_t r = set->find(e);
+                    const std::uint64_t t = f.added ? set->added()[r] : set->changed()[r];
+                    if (t <= state_.since(f)) return false;
+                }
+            }
+        }
+        if constexpr (Mode == Visit::collect) out->push_back(e);
+        if constexpr (Mode == Visit::call) {
+            stamp_row(a, row, tick);  // the table terms
+            [&]<std::size_t... I>(std::index_sequence<I...>) {
+                (
+                    [&] {
+                        if constexpr (detail::sparse_term_v<Terms> &&
+                                      detail::term_traits<Terms>::stamps) {
+                            if (rows[I] != absent) sets[I]->stamp_changed(rows[I], tick);
+                        }
+                    }(),
+                    ...);
+                if constexpr (WithEntity) {
+                    fn(e, sparse_or_table_arg<Terms>(sets[I], rows[I], *cols[I], a, row, tick)...);
+                } else {
+                    fn(sparse_or_table_arg<Terms>(sets[I], rows[I], *cols[I], a, row, tick)...);
+                }
+            }(Seq{});
+        }
+        return true;
+    }
+
+    /// Whether the query is one required sparse term (not enableable), perhaps with `Entity`.
+    static constexpr bool set_walk =
+        ((detail::term_traits<Terms>::entity ? 0 : 1) + ... + 0) == 1 &&
+        ((detail::sparse_term_v<Terms> && detail::term_traits<Terms>::required &&
+          !detail::enableable_v<typename detail::term_traits<Terms>::component>) ||
+         ...);
+
+    /// `run_sparse` of a `set_walk` query whose tables all match: the set's dense rows in
+    /// order, the values as a plain array (a written term's ticks stamped in one fill).
+    template <Visit Mode, bool WithEntity, class F, std::size_t... I>
+    std::size_t walk_set(F& fn, detail::SparseSet* const* sets, std::uint64_t tick,
+                         std::pmr::vector<Entity>* out, std::index_sequence<I...>) {
+        detail::SparseSet* set = nullptr;
+        ((set = detail::sparse_term_v<Terms> ? sets[I] : set), ...);
+        const std::uint32_t n = set->size();
+        const Entity* const entities = set->entities();
+        if constexpr (Mode == Visit::collect) out->insert(out->end(), entities, entities + n);
+        if constexpr (Mode == Visit::call) {
+            constexpr bool stamps = ((detail::sparse_term_v<Terms> &&
+                                      detail::term_traits<Terms>::stamps) ||
+                                     ...);
+            if constexpr (stamps) {
+                if (std::uint64_t* const ticks = set->changed()) {
+                    for (std::uint32_t d = 0; d < n; ++d) ticks[d] = tick;
+                }
+            }
+            std::byte* const data = set->data();
+            for (std::uint32_t d = 0; d < n; ++d) {
+                if constexpr (WithEntity)
+                    fn(entities[d], walk_arg<Terms>(set, data, entities, d, tick)...);
+                else
+                    fn(walk_arg<Terms>(set, data, entities, d, tick)...);
+            }
+        }
+        return n;
+    }
+    template <class Term>
+    static decltype(auto) walk_arg(detail::SparseSet* set, std::byte* data,
+                                   const Entity* entities, std::uint32_t d,
+                                   std::uint64_t tick) noexcept {
+        using Tr = detail::term_traits<Term>;
+        if constexpr (Tr::entity) {
+            return entities[d];
+        } else if constexpr (detail::is_mut_term_v<Term> ||
+                             std::is_empty_v<typename Tr::component>) {
+            return detail::sparse_term_arg<Term>(set, d, tick);
+        } else {
+            return reinterpret_cast<typename Tr::pointer>(data)[d];
+        }
+    }
+
+    template <class Term>
+    static decltype(auto) sparse_or_table_arg(detail::SparseSet* set, std::uint32_t set_row,
+                                              const detail::Column& col, detail::Archetype& a,
+                                              std::uint32_t row, std::uint64_t tick) noexcept {
+        if constexpr (detail::sparse_term_v<Term>) {
+            return detail::sparse_term_arg<Term>(set, set_row, tick);
+        } else if constexpr (std::is_pointer_v<Term>) {
+            // By value: term_arg may give back its (here temporary) base for an optional tag.
+            const auto base = detail::term_base<Term>(col, a, tick);
+            return typename detail::term_traits<Term>::pointer(detail::term_arg<Term>(base, row));
+        } else {
+            return detail::term_arg<Term>(detail::term_base<Term>(col, a, tick), row);
+        }
     }
 
     template <class T>
@@ -577,7 +882,7 @@ private:
         static_assert(!std::is_empty_v<T>, "tessera: tags carry no change ticks");
         check_attached(added ? "Query::added" : "Query::changed");
         // A row without T has no T to change: the filter implies with<T>().
-        state_.add_filter({component_id<T>(), added, since_last_run, tick});
+        state_.add_filter({component_id<T>(), added, since_last_run, tick, detail::sparse_v<T>});
         return add_ids<T>(state_.spec.all);
     }
 
@@ -703,6 +1008,7 @@ private:
     };
     std::vector<Table> tables_;
     std::vector<std::size_t> starts_;
+    std::vector<std::int32_t> slots_;  ///< the sparse run's matched position per archetype
 };
 
 namespace detail {
@@ -733,6 +1039,14 @@ std::size_t World::despawn_all(Query<Terms...>& query) {
     detail::QueryState& state = query.state();
     if (&state.storage() != storage_) [[unlikely]]
         detail::throw_foreign_query("World::despawn_all");
+    if (query.sparse_run()) [[unlikely]] {
+        // The rows a sparse run visits, read without a run (no stamps or tick).
+        std::pmr::vector<Entity> doomed(storage_->resource());
+        state.begin_run();
+        const auto none = [](auto&&...) {};
+        query.template run_sparse<Query<Terms...>::Visit::collect, false>(none, &doomed);
+        return detail::despawn_run(*this, state, doomed);
+    }
     const std::span<const std::uint32_t> matched = state.update();
     bool whole = state.filters().empty();
     for (const std::uint32_t index : matched)
