@@ -6,6 +6,8 @@
 //   raw             the rows' entity handles and Position bytes copied into a buffer, from a
 //                   list of the changed indices (what any delta must at least write);
 //   tessera         k = 1% of N (10,000 random rows);
+//   tessera_warm    the same, the message made once untimed first: its rows are then in cache,
+//                   as the raw loop's are (it reads the same rows every iteration);
 //   tessera_0_1pct  k = 0.1% of N;
 //   tessera_0pct    nothing changed: the cost of a message when nothing happened, O(tables).
 // The `bytes_per_entity` counter is the message size over k (format overhead included).
@@ -13,6 +15,13 @@
 // net_apply: the client applying a message of 1% changed rows to a world mirroring all N;
 // items = rows applied. raw: the same records decoded into a std::vector<Position> through a
 // hash map from the server handle to a row (the mapping any mirror must keep).
+//
+// net_set: what a replicated component's row log costs its writers: `world.set` of k = 1% of N
+// random rows, each its first write since the replicator's epoch (the message is made and
+// acknowledged untimed between iterations, so every write appends to the log); items = k.
+//   raw      the value and a changed tick stored into arrays, from the row list;
+//   tracked  `set` of Velocity, tracked (change ticks) but not replicated: no row log;
+//   logged   `set` of Position, replicated: the tick, the bounds and a row log append.
 //
 // Each variant checks its result once before timing (the client's values equal the server's).
 #include "common.hpp"
@@ -90,7 +99,7 @@ void net_delta_raw(benchmark::State& state) {
     state.counters["bytes_per_entity"] = static_cast<double>(record);
 }
 
-void net_delta_tessera(benchmark::State& state, std::size_t per_million) {
+void net_delta_tessera(benchmark::State& state, std::size_t per_million, bool warm = false) {
     const std::size_t n = entity_count();
     const std::size_t k = n * per_million / 1'000'000;
     Server server(n);
@@ -114,6 +123,9 @@ void net_delta_tessera(benchmark::State& state, std::size_t per_million) {
     for (auto _ : state) {
         server.change(rows, value);  // untimed: what the game did this frame
         value += 1;
+        // warm: the same message made once untimed first (not acknowledged: the second has the
+        // same baseline and rows), so its rows are in cache as the raw loop's are.
+        if (warm) server.rep.delta(server.client, message);
         const Stopwatch clock;
         server.rep.delta(server.client, message);
         server.rep.ack(server.client, server.world.tick() - 1);
@@ -128,6 +140,9 @@ void net_delta_tessera(benchmark::State& state, std::size_t per_million) {
 
 void net_delta_1pct(benchmark::State& state) {
     net_delta_tessera(state, 10'000);
+}
+void net_delta_1pct_warm(benchmark::State& state) {
+    net_delta_tessera(state, 10'000, true);
 }
 void net_delta_0_1pct(benchmark::State& state) {
     net_delta_tessera(state, 1'000);
@@ -195,9 +210,73 @@ void net_apply_tessera(benchmark::State& state) {
     set_items(state, k);
 }
 
+void net_set_raw(benchmark::State& state) {
+    const std::size_t n = entity_count();
+    const std::size_t k = n / 100;
+    AlignedVector<Position> pos(n);
+    std::vector<std::uint64_t> ticks(n, 0);
+    const std::vector<std::size_t> rows = changed_rows(n, k);
+    std::uint64_t tick = 1;
+    for (auto _ : state) {
+        ++tick;
+        const auto v = static_cast<float>(tick);
+        for (const std::size_t r : rows) {
+            pos[r] = Position{v, v};
+            ticks[r] = tick;
+        }
+        benchmark::DoNotOptimize(pos.data());
+        benchmark::DoNotOptimize(ticks.data());
+        benchmark::ClobberMemory();
+    }
+    set_items(state, k);
+}
+
+void net_set_tessera(benchmark::State& state, bool logged) {
+    const std::size_t n = entity_count();
+    const std::size_t k = n / 100;
+    Server server(n);
+    (void)server.world.changed_tick<Velocity>(server.handles[0]);  // tracked, not replicated
+    const std::vector<std::size_t> rows = changed_rows(n, k);
+    std::vector<std::byte> message;
+    float value = 0;
+    for (auto _ : state) {
+        // Untimed: the epoch moves past every write so far, so each write below is a first one.
+        server.rep.delta(server.client, message);
+        server.rep.ack(server.client, server.world.tick() - 1);
+        value += 1;
+        const Stopwatch clock;
+        if (logged) {
+            for (const std::size_t r : rows)
+                server.world.set(server.handles[r], Position{value, 0});
+        } else {
+            for (const std::size_t r : rows)
+                server.world.set(server.handles[r], Velocity{value, 0});
+        }
+        state.SetIterationTime(clock.seconds());
+    }
+    const tessera::Entity first = server.handles[rows[0]];
+    if ((logged ? server.world.get<Position>(first).x : server.world.get<Velocity>(first).dx) !=
+        value) {
+        state.SkipWithError("net_set: the values were not written");
+        return;
+    }
+    set_items(state, k);
+}
+
+void net_set_tracked(benchmark::State& state) {
+    net_set_tessera(state, false);
+}
+void net_set_logged(benchmark::State& state) {
+    net_set_tessera(state, true);
+}
+
 BENCHMARK(net_delta_raw)->Name("net_delta/raw")->Apply(steady)->Unit(benchmark::kMicrosecond);
 BENCHMARK(net_delta_1pct)
     ->Name("net_delta/tessera")
+    ->Apply(steady_manual)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(net_delta_1pct_warm)
+    ->Name("net_delta/tessera_warm")
     ->Apply(steady_manual)
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(net_delta_0_1pct)
@@ -211,6 +290,15 @@ BENCHMARK(net_delta_0pct)
 BENCHMARK(net_apply_raw)->Name("net_apply/raw")->Apply(steady)->Unit(benchmark::kMicrosecond);
 BENCHMARK(net_apply_tessera)
     ->Name("net_apply/tessera")
+    ->Apply(steady_manual)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(net_set_raw)->Name("net_set/raw")->Apply(steady)->Unit(benchmark::kMicrosecond);
+BENCHMARK(net_set_tracked)
+    ->Name("net_set/tracked")
+    ->Apply(steady_manual)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(net_set_logged)
+    ->Name("net_set/logged")
     ->Apply(steady_manual)
     ->Unit(benchmark::kMicrosecond);
 

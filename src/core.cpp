@@ -122,6 +122,7 @@ void Core::release_archetype(Archetype& a) noexcept {
         deallocate(c.added, std::size_t{a.capacity} * sizeof(std::uint64_t), column_alignment);
         deallocate(c.changed, changed_words(a.capacity) * sizeof(std::uint64_t), column_alignment);
         deallocate(c.enabled, a.capacity, column_alignment);
+        deallocate(c.log, RowLog::bytes(a.capacity), alignof(RowLog));
     }
     deallocate(a.entities, std::size_t{a.capacity} * sizeof(Entity), column_alignment);
     const std::size_t bytes = Archetype::allocation_size(a.id_table_size);
@@ -343,6 +344,7 @@ void Core::grow(Archetype& a, std::size_t min_capacity) {
         std::uint64_t* added;
         std::uint64_t* changed;
         std::uint8_t* enabled;
+        RowLog* log;  // the row log, for a logged component (RowLog)
     };
     std::pmr::vector<Arrays> fresh(mr_);
     fresh.reserve(a.columns.size());
@@ -356,13 +358,14 @@ void Core::grow(Archetype& a, std::size_t min_capacity) {
             deallocate(fresh[i].changed, changed_words(cap) * sizeof(std::uint64_t),
                        column_alignment);
             deallocate(fresh[i].enabled, cap, column_alignment);
+            deallocate(fresh[i].log, RowLog::bytes(cap), alignof(RowLog));
         }
         deallocate(entities, cap * sizeof(Entity), column_alignment);
     };
     try {
         entities = reinterpret_cast<Entity*>(allocate(cap * sizeof(Entity), column_alignment));
         for (const Column& c : a.columns) {
-            Arrays& f = fresh.emplace_back(Arrays{nullptr, nullptr, nullptr, nullptr});
+            Arrays& f = fresh.emplace_back(Arrays{nullptr, nullptr, nullptr, nullptr, nullptr});
             f.data =
                 allocate(cap * c.size, std::max<std::size_t>(column_alignment, c.info->alignment));
             if (components_[c.id.value].tracked) {
@@ -373,6 +376,8 @@ void Core::grow(Archetype& a, std::size_t min_capacity) {
             }
             if (c.info->enableable)
                 f.enabled = reinterpret_cast<std::uint8_t*>(allocate(cap, column_alignment));
+            if (f.changed != nullptr && (c.log != nullptr || row_log_owner(c.id) != nullptr))
+                f.log = static_cast<RowLog*>(mr_->allocate(RowLog::bytes(cap), alignof(RowLog)));
         }
     } catch (...) {
         release();
@@ -403,11 +408,15 @@ void Core::grow(Archetype& a, std::size_t min_capacity) {
             if (kept != 0) std::memcpy(bounds, c.changed_max, kept * sizeof(std::uint64_t));
             std::fill(bounds + kept, bounds + tick_blocks(cap), std::uint64_t{0});
         }
+        if (f.log != nullptr) grow_log(c, f.log, a.size, cap, f.changed);
         deallocate(c.data, old_cap * c.size,
                    std::max<std::size_t>(column_alignment, c.info->alignment));
         deallocate(c.added, old_cap * sizeof(std::uint64_t), column_alignment);
         deallocate(c.changed, changed_words(old_cap) * sizeof(std::uint64_t), column_alignment);
         deallocate(c.enabled, old_cap, column_alignment);
+        deallocate(c.log, RowLog::bytes(old_cap), alignof(RowLog));
+        c.log = f.log;
+        a.logged = a.logged || f.log != nullptr;
         c.data = f.data;
         c.added = f.added;
         c.changed = f.changed;
@@ -477,6 +486,7 @@ std::span<const Entity> Core::commit_spawn_many(Archetype& a, std::size_t n) noe
             std::fill_n(c.added + first, n, tick_);
             std::fill_n(c.changed + first, n, tick_);
             c.raise_blocks(first, first + n, tick_);
+            if (c.log != nullptr) c.log->entered_range(first, n, tick_);
         }
     }
     a.size += static_cast<std::uint32_t>(n);
@@ -543,6 +553,7 @@ void Core::take_back_spawned(IndexMark mark, std::span<const Entity> spawned) no
         destroy_rows(a, r.row, 1);
         // The table's rows since the call are its last ones: it shrinks by one per row, in
         // any order. Counted as freed, so a row's entity is never assumed unchanged.
+        if (a.logged) drop_logged_rows(a, r.row, r.row + 1);
         --a.size;
         ++a.freed;
         r.archetype = pending_archetype;

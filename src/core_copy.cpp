@@ -96,6 +96,7 @@ void Core::swap_state(Core& other) noexcept {
     permanent_.swap(other.permanent_);
     sparse_sets_.swap(other.sparse_sets_);
     sparse_by_id_.swap(other.sparse_by_id_);
+    row_logs_.swap(other.row_logs_);  // the logs' owners go with the tables that have them
     swap(free_head_, other.free_head_);
     swap(free_count_, other.free_count_);
     swap(alive_, other.alive_);

@@ -55,9 +55,25 @@ inline void move_value(const Column& c, std::byte* d, std::byte* s) noexcept {
 
 // Folds a column's whole-chunk stamp into its rows, so a row with an older tick can enter.
 void settle(Column& c, std::uint32_t rows) noexcept {
-    for (std::uint32_t i = 0; i < rows; ++i) c.changed[i] = c.changed_at(i);
+    for (std::uint32_t i = 0; i < rows; ++i) {
+        if (c.log != nullptr) c.log->wrote(i, c.changed[i], c.changed_at(i));  // rows raised
+        c.changed[i] = c.changed_at(i);
+    }
     c.raise_blocks(0, rows, c.stamped);
     c.stamped = 0;
+}
+
+// The row logs of `a` as row `row` is freed and `last` fills it (or goes, when the same): out
+// of line, so that freeing a row of a table without a log stays one test.
+[[gnu::cold, gnu::noinline]] void unlist_freed(const Archetype& a, std::uint32_t row,
+                                               std::uint32_t last) noexcept {
+    for (const Column& c : a.columns) {
+        if (c.log == nullptr) continue;
+        if (row == last)
+            c.log->dropped(row, c.changed[row]);
+        else
+            c.log->filled(row, last, c.changed[row], c.changed[last]);
+    }
 }
 
 // Moves row `src` of `from` to row `dst` of `to` (same component): value, ticks, enable flag.
@@ -68,7 +84,12 @@ inline void move_row(const Column& from, std::uint32_t src, const Column& to,
                from.data + std::size_t{src} * from.size);
     if (to.changed != nullptr) {
         to.added[dst] = from.added[src];
-        to.set_changed(dst, &from == &to ? from.changed[src] : from.changed_at(src));
+        const std::uint64_t tick = &from == &to ? from.changed[src] : from.changed_at(src);
+        // A row log: a row entering another table is new there; within one table `free_row`
+        // keeps the log (the hole's entry and the last row's).
+        if (to.log != nullptr && &from != &to) [[unlikely]]
+            to.log->entered(dst, tick);
+        to.put_changed(dst, tick);
     }
     if (to.enabled != nullptr) to.enabled[dst] = from.enabled[src];
 }
@@ -113,6 +134,8 @@ Archetype& Core::edge_target(Archetype& from, ComponentId id, bool adding) {
 // Moves the last row of `a` into `row`, whose values are already gone (destroyed or moved out).
 inline void Core::free_row(Archetype& a, std::uint32_t row) noexcept {
     const std::uint32_t last = a.size - 1;
+    if (a.logged) [[unlikely]]
+        unlist_freed(a, row, last);
     if (row != last) {
         if (a.tracked || a.enableable) {
             for (const Column& c : a.columns) move_row(c, last, c, row);
@@ -217,6 +240,7 @@ std::size_t Core::despawn_many(std::span<const Entity> es) {
                 const auto first = static_cast<std::uint32_t>(w * 64);
                 if (word == ~std::uint64_t{0} && a.size == first + 64) {
                     if (destroy) destroy_rows(a, first, 64);
+                    if (a.logged) drop_logged_rows(a, first, a.size);
                     a.size = first;
                     a.freed += 64;
                     break;
@@ -251,6 +275,7 @@ std::size_t Core::despawn_tables(std::span<const std::uint32_t> tables) noexcept
         free_count_ += a.size;
         alive_ -= a.size;
         destroy_rows(a, 0, a.size);
+        if (a.logged) drop_logged_rows(a, 0, a.size);
         n += a.size;
         a.freed += a.size;
         a.size = 0;

@@ -3,6 +3,8 @@
 #include <tessera/detail/operations.hpp>
 #include <tessera/error.hpp>
 
+#include "required.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <exception>
@@ -46,27 +48,36 @@ void put_value(Storage& s, TableRow at, ComponentId id, std::byte* value, bool e
         s.stamp_added(at, c);
 }
 
-void apply_add(Storage& s, Entity e, std::span<const ComponentId> ids, std::byte* const* values,
-               const char* op, Commit commit) {
-    s.check_plain(ids, op);
+void apply_add(Storage& s, Entity e, std::span<const ComponentId> call_ids,
+               std::byte* const* call_values, const char* op, Commit commit) {
+    s.check_plain(call_ids, op);
     const EntityRecord* r = s.try_record(e);
-    if (r == nullptr) throw_not_alive(op, e, ids[0]);
+    if (r == nullptr) throw_not_alive(op, e, call_ids[0]);
     const std::uint32_t from = r->archetype;
+    Required required(s, call_ids, call_values);
+    required.bring(s.archetype(from), op, e);
+    const std::span<const ComponentId> ids = required.ids();
+    std::byte* const* values = required.values();
     ScratchArray<bool> existed(ids.size(), s.resource());
     std::int32_t column = absent_column;
     const TableRow at = ids.size() == 1 ? s.prepare_add_one(e, ids[0], existed[0], column, op)
                                         : s.prepare_add(e, ids, existed.data(), op);
     for (std::size_t i = 0; i < ids.size(); ++i) put_value(s, at, ids[i], values[i], existed[i]);
+    required.consumed();
     commit();
     if (s.hooked(ids)) s.hooks().added(s, e, from, ids, existed.data());
 }
 
-void apply_place(Storage& s, Entity e, std::span<const ComponentId> ids, std::byte* const* values,
-                 Commit commit) {
-    s.check_plain(ids, "World::spawn");
+void apply_place(Storage& s, Entity e, std::span<const ComponentId> call_ids,
+                 std::byte* const* call_values, Commit commit) {
+    s.check_plain(call_ids, "World::spawn");
     const EntityRecord* r = s.try_record(e);
     TESSERA_ASSERT(r != nullptr && r->archetype == pending_archetype,
                    "apply_place: the entity is not pending");
+    Required required(s, call_ids, call_values);
+    required.bring(s.archetype(pending_archetype), "World::spawn");
+    const std::span<const ComponentId> ids = required.ids();
+    std::byte* const* values = required.values();
     for (const ComponentId id : ids) s.ensure_component(id);
     // The table takes the table components; sparse ones go to their sets (room first).
     ScratchArray<ComponentId> sorted(ids.size(), s.resource());
@@ -86,6 +97,7 @@ void apply_place(Storage& s, Entity e, std::span<const ComponentId> ids, std::by
         }
     }
     for (std::size_t i = 0; i < ids.size(); ++i) put_value(s, at, ids[i], values[i], false);
+    required.consumed();
     commit();
     if (s.hooked(to) || s.hooked(ids)) s.hooks().spawned(s, e);  // ids: the sparse ones too
 }

@@ -69,12 +69,15 @@ std::span<const std::uint32_t> QueryState::match_new() {
         seen_ = 0;
         epoch_ = storage_->layout_epoch();
     }
+    // An optional `const Prefab*` term lets prefabs in, as naming Prefab does.
+    const ComponentId prefab = lookup_id<Prefab>();
+    const std::span<const ComponentId> named(&prefab, names_prefab ? 1 : 0);
     const std::size_t total = storage_->archetype_end();
     if (seen_ == 0) seen_ = 1;  // skip the sentinel
     for (; seen_ < total; ++seen_) {
         if (seen_ == pending_archetype) continue;  // entities spawned while deferred: no rows
         const Archetype& a = storage_->archetype(static_cast<std::uint32_t>(seen_));
-        if (!spec.matches(a)) continue;
+        if (!archetype_matches(a, spec.all, spec.any, spec.none, named)) continue;
         // May throw: nothing changed then, seen_ not advanced.
         columns_.reserve(columns_.size() + term_ids_.size());
         matched_.push_back(a.index);

@@ -1,5 +1,6 @@
 // The archetype matcher of queries and query observers.
 #include <tessera/detail/archetype.hpp>
+#include <tessera/prefab_tags.hpp>
 #include <tessera/query_spec.hpp>
 
 #include <algorithm>
@@ -13,8 +14,16 @@ bool QuerySpec::matches(const detail::Archetype& a) const noexcept {
 namespace detail {
 
 bool archetype_matches(const Archetype& a, std::span<const ComponentId> all,
-                       std::span<const ComponentId> any,
-                       std::span<const ComponentId> none) noexcept {
+                       std::span<const ComponentId> any, std::span<const ComponentId> none,
+                       std::span<const ComponentId> named) noexcept {
+    // Prefabs are templates: only a query that names Prefab sees them.
+    const ComponentId prefab = lookup_id<Prefab>();
+    if (a.contains(prefab)) {
+        auto names = [prefab](std::span<const ComponentId> ids) {
+            return std::find(ids.begin(), ids.end(), prefab) != ids.end();
+        };
+        if (!names(all) && !names(any) && !names(named)) return false;
+    }
     for (const ComponentId id : all) {
         if (!a.contains(id)) return false;
     }

@@ -4,6 +4,8 @@
 #include "observer_hooks.hpp"
 #include "relation_index.hpp"
 
+#include <tessera/prefab_tags.hpp>
+
 namespace tessera::detail {
 
 namespace {
@@ -12,6 +14,19 @@ namespace {
     std::ostringstream os;
     os << op << '<' << relation_type_name(type) << ">: " << role << ' ' << e << " is not alive";
     throw Error(errc::not_alive, os.str());
+}
+
+/// A prefab's ChildOf children are prefabs (prefab.hpp): relating another entity under one is
+/// refused.
+void check_prefab_child(const Storage& s, const RelationType& type, Entity e, Entity target,
+                        const char* op) {
+    if (!type.hierarchy) return;
+    const ComponentId prefab = lookup_id<Prefab>();
+    if (!s.has(target, prefab) || s.has(e, prefab)) return;
+    std::ostringstream os;
+    os << op << "<ChildOf>: " << e << " is not a prefab and can't be a child of prefab " << target
+       << " (spawn the child with World::prefab)";
+    throw Error(errc::invalid_argument, os.str());
 }
 
 /// Runs a one-step change: `pre` observers, the mechanics, `post` observers. Without observers
@@ -51,6 +66,7 @@ void relation_add(Storage& s, const RelationType& type, Entity e, Entity target,
     RelationIndex& index = s.relation_index();
     RelationIndex::Kind& k = index.kind_for(s, type, op);
     if (type.hierarchy) index.check_cycle(s, k, e, target, op);
+    check_prefab_child(s, type, e, target, op);
     EntityList& back = index.sources_at(k, target.index);
     const std::uint32_t from = s.try_record(e)->archetype;
     if (s.archetype(from).contains(type.targets)) {
@@ -78,6 +94,7 @@ void relation_add(Storage& s, const RelationType& type, Entity e, Entity target,
         return;
     }
     // The first target: R and Targets<R> arrive in one archetype move.
+    if (type.hierarchy) s.check_name(e, target);  // a new first parent: its children's names
     back.reserve(back.size() + 1);
     index.reserve_log(1);
     ComponentId ids[2] = {type.data, type.targets};
@@ -92,6 +109,7 @@ void relation_add(Storage& s, const RelationType& type, Entity e, Entity target,
     s.stamp_added(at, c);
     back.push_back(e);
     index.log(type, e);
+    if (type.hierarchy) s.name_moved(e);
     commit();
     const std::uint32_t to = at.archetype->index;
     change(
@@ -121,7 +139,10 @@ void relate_many(Storage& s, const RelationType& type, Entity e, std::span<const
     if (type.hierarchy) {
         // New links all start at `e`: a loop would need a path from a target back to `e` that
         // is there already, so each target is checked against the hierarchy as it is.
-        for (const Entity t : targets) index.check_cycle(s, k, e, t, op);
+        for (const Entity t : targets) {
+            index.check_cycle(s, k, e, t, op);
+            check_prefab_child(s, type, e, t, op);
+        }
     }
     const std::uint32_t from = s.try_record(e)->archetype;
     const bool had = s.archetype(from).contains(type.targets);
@@ -150,6 +171,7 @@ void relate_many(Storage& s, const RelationType& type, Entity e, std::span<const
         put_value(s, {&s.archetype(r.archetype), r.row}, type.data, std::exchange(owned.p, nullptr),
                   true);
     } else {
+        if (type.hierarchy && !fresh.empty()) s.check_name(e, fresh.front());
         index.reserve_log(1);
         EntityList room(s.resource());  // the new list takes it over: no allocation after the move
         room.reserve(fresh.size());
@@ -175,6 +197,7 @@ void relate_many(Storage& s, const RelationType& type, Entity e, std::span<const
         const Location loc = s.try_location(e, type.targets);
         s.stamp_changed(*loc.archetype, loc.row, loc.column);
     }
+    if (type.hierarchy && !had) s.name_moved(e);
     // The events of one relate per target, in order: the first target of a new relation adds
     // R and Targets<R> (a move); every later one replaces the data (`set`, but for a tag), and
     // a target not related before is related.
@@ -242,6 +265,7 @@ std::size_t unlink(Storage& s, RelationIndex& index, RelationIndex::Kind& k, Ent
             for (const Entity t : gone) {
                 if (EntityList* back = index.sources_if(k, t.index)) back->erase(e);
             }
+            const Entity first = targets.front();
             if (whole) {
                 s.move_entity(e, *s.try_record(e), s.archetype(to));
             } else {
@@ -249,6 +273,8 @@ std::size_t unlink(Storage& s, RelationIndex& index, RelationIndex::Kind& k, Ent
                 const Location loc = s.try_location(e, type.targets);
                 s.stamp_changed(*loc.archetype, loc.row, loc.column);
             }
+            if (type.hierarchy && (whole || targets_of(s, type.targets, e)->front() != first))
+                s.name_moved(e);
         },
         [&] { deliver_move(s, e, from, to); });
     return n;
@@ -418,6 +444,12 @@ void clear_hierarchy_changes(Storage& s) noexcept {
         index->log_.clear();
         index->overflowed_ = false;
     }
+}
+
+HierarchyRecent hierarchy_recent(const Storage& s) noexcept {
+    const RelationIndex* index = s.relations();
+    if (index == nullptr) return {};
+    return {index, index->recent_count_, index->recent_};
 }
 
 bool hierarchy_overflowed(const Storage& s) noexcept {

@@ -136,8 +136,10 @@ void RelationIndex::mechanics(Storage& s, std::size_t step) noexcept {
         if (EntityList* own = sources_if(k, x.index)) {
             for (const Entity src : *own) {
                 EntityList* targets = targets_of(s, k.type.targets, src);
-                if (!marked(src) && targets->front() == x) log(k.type, src);
+                const bool first = targets->front() == x;
+                if (!marked(src) && first) log(k.type, src);
                 targets->erase(x);
+                if (k.type.hierarchy && first && !marked(src)) s.name_moved(src);
             }
             own->clear();
         }

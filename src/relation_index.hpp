@@ -115,12 +115,20 @@ public:
             log_.reserve(std::max(log_.size() + n, log_.capacity() * 2));
     }
     void log(const RelationType& type, Entity e) noexcept {
-        if (logging_ && !overflowed_ && type.hierarchy) log_.push_back(e);  // reserved
+        if (!type.hierarchy) return;
+        // The ring of recent first-parent changes (cascade queries) is always kept: no allocation.
+        recent_[recent_count_ % recent_.size()] = e;
+        ++recent_count_;
+        if (logging_ && !overflowed_) log_.push_back(e);  // reserved
     }
     static constexpr std::size_t max_log = std::size_t{1} << 16;
     bool logging_ = false;
     bool overflowed_ = false;
     std::pmr::vector<Entity> log_;
+    /// The last `recent_.size()` entities whose first `ChildOf` target changed, the `n`-th
+    /// change (counting from 0) at `recent_[n % size]`; `recent_count_` changes in all.
+    std::array<Entity, 256> recent_{};
+    std::uint64_t recent_count_ = 0;
 
     // ---- marks: an epoch per entity index ----
     void new_epoch() {

@@ -6,6 +6,7 @@
 
 #include <tessera/dynamic.hpp>
 #include <tessera/error.hpp>
+#include <tessera/names.hpp>
 #include <tessera/reflect.hpp>
 #include <tessera/relation.hpp>
 #include <tessera/serialize.hpp>
@@ -322,12 +323,31 @@ std::vector<std::byte> save_binary(const Storage& s, const char* op) {
             }
         }
     }
+    // The names (names.hpp), last and only when there are any, so a world without names
+    // saves as before: a count, then (entity index, name) each.
+    std::vector<std::pair<std::uint32_t, std::string_view>> names;
+    each_name(
+        s,
+        [](void* ctx, Entity e, std::string_view name) {
+            static_cast<std::vector<std::pair<std::uint32_t, std::string_view>>*>(ctx)
+                ->emplace_back(e.index, name);
+        },
+        &names);
+    if (!names.empty()) {
+        w.u32(static_cast<std::uint32_t>(names.size()));
+        for (const auto& [index, name] : names) {
+            w.u32(index);
+            w.text(name);
+        }
+    }
     return out;
 }
 
 class BinaryColumns final : public ColumnSource {
 public:
-    BinaryColumns(Reader& r, const Image& image) : r_(r), image_(image) {}
+    BinaryColumns(Reader& r, const Image& image,
+                  std::vector<std::pair<std::uint32_t, std::string>>& names)
+        : r_(r), image_(image), names_(names) {}
 
     void values(std::size_t ai, std::size_t k, std::byte* dst, std::uint32_t n,
                 Storage& b) override {
@@ -372,12 +392,21 @@ public:
         std::memcpy(changed, r_.take(std::size_t{n} * 8), std::size_t{n} * 8);
     }
     void finish() override {
+        if (!r_.done()) {  // the names, when the world had any
+            const std::uint32_t n = r_.count(5);
+            if (n == 0) fail("load", "an empty name list");
+            for (std::uint32_t i = 0; i < n; ++i) {
+                const std::uint32_t index = r_.u32();
+                names_.emplace_back(index, r_.text());
+            }
+        }
         if (!r_.done()) fail("load", "unexpected bytes after the world");
     }
 
 private:
     Reader& r_;
     const Image& image_;
+    std::vector<std::pair<std::uint32_t, std::string>>& names_;
 };
 
 void load_binary(std::span<const std::byte> bytes, World& world) {
@@ -427,7 +456,7 @@ void load_binary(std::span<const std::byte> bytes, World& world) {
         }
         image.relations.push_back(std::move(sr));
     }
-    BinaryColumns columns(r, image);
+    BinaryColumns columns(r, image, image.names);
     load_image(image, columns, world, op);
 }
 

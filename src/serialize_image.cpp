@@ -5,6 +5,7 @@
 
 #include <tessera/dynamic.hpp>
 #include <tessera/error.hpp>
+#include <tessera/names.hpp>
 #include <tessera/relation.hpp>
 #include <tessera/world.hpp>
 
@@ -364,6 +365,12 @@ void load_image(const Image& image, ColumnSource& columns, World& world, const c
     Storage* b = guard.s;
     build(image, columns, *b, op);
     columns.finish();
+    for (const auto& [index, name] : image.names) {
+        if (index >= image.generations.size()) fail(op, "a name of an entity that is not alive");
+        const Entity e{index, image.generations[index]};
+        if (!b->try_record(e)) fail(op, "a name of an entity that is not alive");
+        set_name(*b, e, name);  // checks the name and its uniqueness (invalid_argument)
+    }
     replace_state(target, *b);
 }
 

@@ -8,7 +8,8 @@
 //     program's: components are matched by name, since ids differ between processes);
 //   - the archetypes in creation order (the empty one first), each with its entities in row
 //     order and, per component, its values, enable flags and change ticks;
-//   - for each relation kind, the reverse lists (sources per target, in relate order).
+//   - for each relation kind, the reverse lists (sources per target, in relate order);
+//   - the entity names (names.hpp), by entity index.
 // Entity records are not stored: an entity's archetype and row are where its row is found,
 // the free list links the dead ones. Loading builds a fresh storage and validates everything
 // (any input is checked, so random bytes give an error); only a complete, consistent world is
@@ -96,6 +97,8 @@ struct Image {
     };
     std::vector<Archetype> archetypes;
     std::vector<SavedRelation> relations;
+    /// Entity names (names.hpp): (entity index, name), for live entities.
+    std::vector<std::pair<std::uint32_t, std::string>> names;
 };
 
 /// The loading program's component `name`, saved as `kind` ("tag", "fields" or "targets"),

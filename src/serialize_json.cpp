@@ -6,6 +6,7 @@
 #include <tessera/detail/field_value.hpp>
 #include <tessera/dynamic.hpp>
 #include <tessera/error.hpp>
+#include <tessera/names.hpp>
 #include <tessera/reflect.hpp>
 #include <tessera/relation.hpp>
 #include <tessera/serialize.hpp>
@@ -410,6 +411,14 @@ json save_json(const Storage& s, const char* op) {
             {{"targets", component_info(k.type->targets).name}, {"sources", std::move(lists)}});
     }
     out["relations"] = std::move(relations);
+    json names = json::array();
+    each_name(
+        s,
+        [](void* ctx, Entity e, std::string_view name) {
+            static_cast<json*>(ctx)->push_back(json::array({e.index, std::string(name)}));
+        },
+        &names);
+    if (!names.empty()) out["names"] = std::move(names);  // optional: older files have none
     return out;
 }
 
@@ -564,6 +573,16 @@ void load_json(const json& j, World& world) {
                                     json_list<std::uint32_t>(l[1], "sources", op));
         }
         image.relations.push_back(std::move(sr));
+    }
+    if (j.contains("names")) {  // optional: a world without names has none
+        const json& names = j["names"];
+        if (!names.is_array()) fail(op, "names is not an array");
+        for (const json& n : names) {
+            if (!n.is_array() || n.size() != 2 || !n[0].is_number_unsigned() ||
+                n[0].get<std::uint64_t>() > 0xFFFFFFFFu || !n[1].is_string())
+                fail(op, "a bad name");
+            image.names.emplace_back(n[0].get<std::uint32_t>(), n[1].get<std::string>());
+        }
     }
     JsonColumns columns(archetypes, image);
     load_image(image, columns, world, op);

@@ -4,6 +4,7 @@
 
 #include <tessera/dynamic.hpp>
 #include <tessera/error.hpp>
+#include <tessera/names.hpp>
 #include <tessera/reflect.hpp>
 #include <tessera/relation.hpp>
 #include <tessera/serialize.hpp>
@@ -124,6 +125,23 @@ std::uint64_t hash_world(const Storage& s) {
     Hasher total;
     total.add(sum);
     total.add(s.count());
+    // Names (names.hpp), when the world has any: a world without names hashes as before.
+    std::uint64_t names = 0;
+    bool named = false;
+    std::pair<std::uint64_t*, bool*> acc{&names, &named};
+    each_name(
+        s,
+        [](void* ctx, Entity e, std::string_view name) {
+            auto& [acc, any] = *static_cast<std::pair<std::uint64_t*, bool*>*>(ctx);
+            Hasher hs;
+            hs.add(e.index);
+            hs.add(e.generation);
+            hs.add_text(name);
+            *acc += mix(hs.h);
+            *any = true;
+        },
+        &acc);
+    if (named) total.add(names);
     return total.h;
 }
 

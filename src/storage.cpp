@@ -14,6 +14,7 @@ Storage::Storage(std::pmr::memory_resource* mr)
 Storage::~Storage() {
     relations_.reset(resource());
     strings_.reset(resource());
+    names_.reset(resource());
 }
 
 void QueuedChanges::reserve(std::size_t n) {
@@ -115,7 +116,10 @@ void Storage::throw_relation_component(ComponentId id, const char* op) {
 
 void Storage::copy_from(const Storage& src, const char* op) {
     Core::copy_from(src, op);
-    for (auto [from, to] : {std::pair{&src.relations_, &relations_}, {&src.strings_, &strings_}}) {
+    name_hooks_ = src.name_hooks_;
+    for (auto [from, to] : {std::pair{&src.relations_, &relations_},
+                            {&src.strings_, &strings_},
+                            {&src.names_, &names_}}) {
         if (from->object == nullptr) continue;
         Attachment copy = *from;
         copy.object = from->copy(from->object, *this);
@@ -128,6 +132,8 @@ void Storage::swap_state(Storage& other) noexcept {
     Core::swap_state(other);
     std::swap(relations_, other.relations_);
     std::swap(strings_, other.strings_);
+    std::swap(names_, other.names_);
+    std::swap(name_hooks_, other.name_hooks_);
     refresh_hooked();
     other.refresh_hooked();
 }

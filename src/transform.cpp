@@ -41,8 +41,10 @@ std::size_t Propagation::run() {
         // (Column::changed_last) once, so readers of changes see the column as written.
         for (const PlanTable& t : st_.tables) {
             if (const Column* c = column_of(s_.archetype(t.index), world_id_);
-                c != nullptr && c->changed != nullptr)
+                c != nullptr && c->changed != nullptr) {
                 raise_bound(c->changed_last, tick_);
+                if (c->log != nullptr) c->log->distrust();  // its readers rebuild it
+            }
         }
     }
     clear_hierarchy_changes(s_);

@@ -204,3 +204,27 @@ TEST(ChunkDeathTest, ReadingTicksOfATypeTheChunkLacksAborts) {
         "tessera: assertion failed");
 }
 #endif
+
+TEST(Chunk, StrideStepsAColumnByBytes) {
+    static_assert(ts::Chunk::stride<Position>() == sizeof(Position));
+    static_assert(ts::Chunk::stride<Frozen>() == 0);
+    struct alignas(16) Wide {
+        float v[3];
+    };
+    static_assert(ts::Chunk::stride<Wide>() == 16);  // padded to its alignment
+    ts::World w;
+    for (int i = 0; i < 4; ++i) w.spawn(Position{float(i), float(-i)});
+    const auto chunks = chunks_of(w, ts::QuerySpec().with<Position>());
+    ASSERT_EQ(chunks.size(), 1u);
+    const ts::ComponentId id = ts::component_id<Position>();
+    EXPECT_EQ(ts::Chunk::stride(id), sizeof(Position));
+    const std::byte* base = chunks[0].column_bytes(id);
+    ASSERT_NE(base, nullptr);
+    for (std::size_t row = 0; row < chunks[0].count(); ++row) {
+        Position p;
+        std::memcpy(&p, base + row * ts::Chunk::stride(id), sizeof p);
+        EXPECT_EQ(p, (Position{float(row), -float(row)}));
+    }
+    EXPECT_EQ(ts::Chunk::stride(ts::component_id<Frozen>()), 0u);
+    EXPECT_EQ(ts::Chunk::stride(ts::ComponentId{}), 0u);  // no component has it
+}

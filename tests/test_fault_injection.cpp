@@ -2,7 +2,10 @@
 // operation must then throw std::bad_alloc and leave the world exactly as it was (the strong
 // exception guarantee of docs/design.md, "Principles" 5). Afterwards the same operation must
 // succeed and give the same world as a run that never failed. All world storage, metadata included,
-// comes from the world's memory resource, so destroying the world returns every byte.
+// comes from the world's memory resource, so destroying the world returns every byte. A
+// replicator's delta and ack are swept over both its world's allocations and its own (global
+// operator new, failed through common/global_new_counter.hpp): a retry makes the same message.
+#include <tessera/net.hpp>
 #include <tessera/serialize.hpp>
 #include <tessera/tessera.hpp>
 
@@ -17,6 +20,7 @@
 #include <memory>
 #include <memory_resource>
 #include <new>
+#include <optional>
 #include <span>
 #include <sstream>
 #include <string>
@@ -841,6 +845,118 @@ TEST(FaultInjection, DestroyedWorldReturnsEveryByte) {
     EXPECT_EQ(res.allocations(), res.deallocations());
     EXPECT_EQ(Counted::live, 0);
     EXPECT_EQ(Counted::double_destroyed, 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replication (net.hpp): a failed Replicator::delta or ack leaves the replicator able to make
+// the message a run that never failed makes. The server world's allocations (its resource:
+// the row logs, tables) and the replicator's own (global operator new: the message, its
+// scratch, a new table) fail in turn.
+
+/// A server with two clients (one whitelisted) whose next message holds every kind of change:
+/// spawns, despawns, adds, removes, a new table, changed values (logged and scanned), and,
+/// with `restored`, a restore (the replicator lists every row again).
+struct NetServer {
+    tessera::World w;
+    tessera::net::Replicator rep;
+    tessera::net::ClientId all, listed;
+    std::vector<tessera::Entity> es;
+    explicit NetServer(std::pmr::memory_resource* res, bool restored)
+        : w(res), rep(w, {.max_lag = 100}) {
+        rep.replicate<A, B, Label, Tag>();
+        all = rep.connect();
+        listed = rep.connect();
+        rep.set_visibility(listed, tessera::net::Visibility::whitelist);
+        for (int i = 0; i < 300; ++i) {
+            es.push_back(i % 2 == 0 ? w.spawn(A{i}, B{1, 2}) : w.spawn(A{i}, Label{long_text(i)}));
+            if (i % 3 == 0) rep.show(listed, es.back());
+        }
+        (void)rep.delta(all);  // the full states, acknowledged
+        rep.ack(all, w.tick() - 1);
+        (void)rep.delta(listed);
+        rep.ack(listed, w.tick() - 1);
+        std::optional<tessera::Snapshot> snap;
+        if (restored) snap = w.snapshot();
+        for (std::size_t i = 0; i < es.size(); i += 7) w.set(es[i], A{-1});
+        for (std::size_t i = 1; i < es.size(); i += 30) w.get_mut<Label>(es[i]).s += "x";
+        w.despawn(es[4]);
+        w.add<Tag>(es[6]);
+        (void)w.remove<B>(es[8]);
+        w.add(es[10], Late{1});  // a new table
+        (void)w.spawn(A{1000}, B{3, 3}, Label{long_text(1000)});
+        if (restored) {
+            w.restore(*snap);
+            w.set(es[3], A{-2});
+        }
+    }
+};
+
+void sweep_replicator(bool global, bool restored) {
+    std::vector<std::byte> want_all, want_listed, want_next;
+    {
+        FailingResource res;
+        NetServer n(&res, restored);
+        want_all = n.rep.delta(n.all);
+        want_listed = n.rep.delta(n.listed);
+        n.rep.ack(n.all, n.w.tick() - 2);
+        n.w.set(n.es[2], A{77});
+        want_next = n.rep.delta(n.all);
+    }
+    std::size_t faults = 0;
+    for (std::size_t k = 1;; ++k) {
+        FailingResource res;
+        NetServer n(&res, restored);
+        const std::string what = std::string(global ? "global new" : "world resource") +
+                                 (restored ? ", restored" : "") + ", k = " + std::to_string(k);
+        const auto arm = [&] {
+            if (global)
+                tessera::test::fail_global_new_at = tessera::test::global_news + k;
+            else
+                res.arm(k);
+        };
+        const auto disarm = [&] {
+            tessera::test::fail_global_new_at = 0;
+            res.disarm();
+        };
+        bool failed = false;
+        // Each call with the fault armed, then again without it: the retry's message is the
+        // clean run's.
+        const auto call = [&](auto&& f) {
+            arm();
+            try {
+                f();
+                disarm();
+                return true;
+            } catch (const std::bad_alloc&) {
+                disarm();
+                failed = true;
+                ++faults;
+                return false;
+            }
+        };
+        std::vector<std::byte> got;
+        if (!call([&] { got = n.rep.delta(n.all); })) got = n.rep.delta(n.all);
+        EXPECT_EQ(got, want_all) << what << ": delta(all)";
+        if (!call([&] { got = n.rep.delta(n.listed); })) got = n.rep.delta(n.listed);
+        EXPECT_EQ(got, want_listed) << what << ": delta(listed)";
+        if (!call([&] { n.rep.ack(n.all, n.w.tick() - 2); })) n.rep.ack(n.all, n.w.tick() - 2);
+        n.w.set(n.es[2], A{77});
+        if (!call([&] { got = n.rep.delta(n.all); })) got = n.rep.delta(n.all);
+        EXPECT_EQ(got, want_next) << what << ": the delta after the ack";
+        if (::testing::Test::HasFailure() || !failed) break;
+        ASSERT_LT(k, 100000u) << what << ": never stopped failing";
+    }
+    // A delta allocates from the world only to list rows again after a restore.
+    if (global || restored) {
+        EXPECT_GT(faults, 0u) << (global ? "global new" : "world resource");
+    }
+}
+
+TEST(FaultInjection, AFailedReplicatorDeltaOrAckMakesTheSameMessageAgain) {
+    sweep_replicator(true, false);
+    sweep_replicator(false, false);
+    sweep_replicator(true, true);
+    sweep_replicator(false, true);
 }
 
 TEST(FaultInjection, WorldOperationsAllocateOnlyFromTheResource) {

@@ -59,6 +59,10 @@ struct Counted {
     Counted& operator=(Counted&&) noexcept = default;
     ~Counted() { --live; }
 };
+/// Requires Label and Counted (component_traits below): its adds bring them along.
+struct Needy {
+    int v = 0;
+};
 /// A component that can't be copied (so no copy of the world can be made).
 struct Solo {
     int v = 0;
@@ -88,6 +92,7 @@ TESSERA_REFLECT(A, v)
 TESSERA_REFLECT(B, x, y)
 TESSERA_REFLECT(Label, s)
 TESSERA_REFLECT(Counted, v)
+TESSERA_REFLECT(Needy, v)
 TESSERA_REFLECT(Rope, s)
 TESSERA_REFLECT(Solo, v)
 
@@ -111,10 +116,20 @@ void once_in_loop(World& w, F&& call) {
 
 // ---------------------------------------------------------------------------------------------
 // The world a row starts from, and what its call needs.
+}  // namespace
+
+template <>
+struct tessera::component_traits<Needy> {
+    using required = tessera::type_list<Label, Counted>;
+};
+
+namespace {
+
 struct Fix {
     std::vector<Entity> e;  // e[0..9], see setup()
     std::vector<Entity> many;
     Entity root, kid1, kid2, grand;  // the hierarchy of the related variants
+    Entity prefab;                   // a prefab with a child prefab (prepare_prefab)
     tessera::ComponentId rt;         // a runtime component
     tessera::ComponentId named;      // a runtime component with a str field
     std::vector<tessera::Observer> observers;
@@ -349,6 +364,14 @@ void buffered_despawn_related(World&, Fix& f, std::size_t limit) {
     if (l.next()) cb.spawn(A{311});
 }
 
+/// A prefab with heap-owning and counted values and a child prefab (a row's prepare).
+void prepare_prefab(World& w, Fix& f) {
+    f.prefab = w.prefab(A{500}, Label{text(500)}, Counted{500});
+    const Entity kid = w.prefab(B{5, 5}, Label{text(501)}, Counted{501});
+    w.relate<tessera::ChildOf>(kid, f.prefab);
+    w.relate<tessera::ChildOf>(w.prefab(Counted{502}), kid);
+}
+
 Row make(std::string name, std::function<void(World&, Fix&)> op,
          Guarantee guarantee = Guarantee::strong) {
     Row row;
@@ -378,6 +401,16 @@ std::vector<Row> rows() {
     r.push_back(
         make("despawn(e6) no relation", [](World& w, Fix& f) { EXPECT_TRUE(w.despawn(f.e[6])); }));
     r.push_back(make("add(e0, runtime component)", [](World& w, Fix& f) { w.add(f.e[0], f.rt); }));
+    // Required components: the ones brought along are made before the move, in the same move.
+    r.push_back(make("spawn(Needy) brings Label, Counted",
+                     [](World& w, Fix&) { (void)w.spawn(Needy{410}); }));
+    r.push_back(make("add(e0, Needy) brings the missing requirements",
+                     [](World& w, Fix& f) { w.add(f.e[0], Needy{411}); }));
+    r.push_back(make("add(e1, Needy by id) brings the missing requirements",
+                     [](World& w, Fix& f) { w.add(f.e[1], tessera::component_id<Needy>()); }));
+    r.push_back(make("spawn_many(40, Needy&) brings them in every row", [](World& w, Fix&) {
+        (void)w.spawn_many(40, [](std::size_t i, Needy& n) { n.v = static_cast<int>(i); });
+    }));
     r.push_back(make("component(name, schema) defines a runtime component", [](World& w, Fix&) {
         (void)w.component("SweepDefined", {{"a", tessera::Field::f32}, {"b", tessera::Field::str}});
     }));
@@ -707,6 +740,29 @@ std::vector<Row> rows() {
             f.schedule->add("change", [e0](tessera::Commands c) { c.add(e0, Counted{991}); });
         };
         r.push_back(row);
+    }
+    // Prefabs and names (prefab.hpp, names.hpp).
+    {
+        Row row = make("instantiate(prefab, B{}) with child prefabs", [](World& w, Fix& f) {
+            const Entity e = w.instantiate(f.prefab, B{6, 6});
+            EXPECT_EQ(w.prefab_of(e), f.prefab);
+            EXPECT_EQ(w.children(e).size(), 1u);
+        });
+        row.prepare = prepare_prefab;
+        r.push_back(std::move(row));
+    }
+    {
+        Row row = make("instantiate_many(prefab, 5) with child prefabs", [](World& w, Fix& f) {
+            EXPECT_EQ(w.instantiate_many(f.prefab, 5).size(), 5u);
+        });
+        row.prepare = prepare_prefab;
+        r.push_back(std::move(row));
+    }
+    {
+        Row row = make("set_name(e1, a long name)",
+                       [](World& w, Fix& f) { w.set_name(f.e[1], std::string(40, 'n')); });
+        row.prepare = [](World& w, Fix& f) { w.set_name(f.e[0], "first"); };
+        r.push_back(std::move(row));
     }
     return r;
 }

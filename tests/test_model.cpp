@@ -1,11 +1,13 @@
 // Model-based randomized test of the World API.
 //
-// A long random sequence of spawn / despawn / add / remove / set / get / try_get / has /
-// get_mut / set_if_changed / advance_tick calls is applied both to a tessera::World and to a
-// trivial reference model (an unordered_map from entity bits to one std::optional per
-// component type). Every kFullCheckEvery steps the whole world state is compared with the
-// model: live entities, component presence and values, over-alignment, change ticks of the
-// tracked types, and the deadness of a window of despawned handles.
+// A long random sequence of spawn / instantiate / instantiate_many / despawn / add / remove /
+// set / get / try_get / has / get_mut / set_if_changed / advance_tick calls is applied both to a
+// tessera::World and to a trivial reference model (an unordered_map from entity bits to one
+// std::optional per component type). Every kFullCheckEvery steps the whole world state is compared
+// with the model: live entities, component presence and values, over-alignment, change ticks of the
+// tracked types, and the deadness of a window of despawned handles. A few prefabs (ts::Prefab)
+// live beside the model's entities: instances of them enter the model as copies of the
+// prefab's values; the prefabs themselves stay out of it (queries skip them).
 #include <tessera/tessera.hpp>
 
 #include <gtest/gtest.h>
@@ -13,6 +15,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <random>
@@ -101,6 +104,21 @@ struct tessera::component_traits<SName> {
 template <>
 struct tessera::component_traits<STag> {
     static constexpr auto storage = tessera::storage_kind::sparse;
+};
+
+namespace {
+
+}  // namespace
+
+// Required components: C12 requires TagB, which requires C1, so every add of C12 brings TagB
+// and C1 (value-initialised) when missing, and every add of TagB brings C1.
+template <>
+struct tessera::component_traits<C12> {
+    using required = tessera::type_list<TagB>;
+};
+template <>
+struct tessera::component_traits<TagB> {
+    using required = tessera::type_list<C1>;
 };
 
 namespace {
@@ -339,6 +357,19 @@ private:
         if (tracked_[I]) row.ticks[I].changed = tick_;
     }
 
+    /// What the world brings along with components `added` (the traits above): each
+    /// requirement the row lacks, value-initialised and stamped added.
+    void bring_required(Row& row, std::initializer_list<std::size_t> added) {
+        constexpr std::size_t kC1 = 0, kC12 = 3, kTagB = 11;
+        for (const std::size_t i : added) {
+            if (i == kC12 && !std::get<kTagB>(row.values)) std::get<kTagB>(row.values) = TagB{};
+            if ((i == kC12 || i == kTagB) && !std::get<kC1>(row.values)) {
+                std::get<kC1>(row.values) = C1{};
+                stamp_added<kC1>(row, false);
+            }
+        }
+    }
+
     /// The first read of T's ticks turns tracking on: every existing row is stamped now.
     template <std::size_t I>
     void activate() {
@@ -460,7 +491,13 @@ private:
 
     void spawn_op() {
         const std::size_t roll = below(100);
-        if (roll < 25) {
+        if (roll < 4) {
+            op_ = "instantiate(prefab)";
+            instantiate_op(1);
+        } else if (roll < 6) {
+            op_ = "instantiate_many(prefab, n)";
+            instantiate_op(1 + below(8));
+        } else if (roll < 25) {
             op_ = "spawn()";
             const tessera::Entity e = world_.spawn();
             insert_model(e);
@@ -482,6 +519,53 @@ private:
         }
     }
 
+    /// A prefab of a random copyable combo (made when there are fewer than four, else reused),
+    /// then `n` instances of it, each entering the model as a copy of the prefab's values.
+    void instantiate_op(std::size_t n) {
+        if (prefabs_.size() < 4 && (prefabs_.empty() || chance(30))) {
+            std::size_t c = below(kCombos);
+            for (;; c = below(kCombos)) {
+                bool copyable = true;
+                with_combo(
+                    c, [&]<std::size_t... I>(std::index_sequence<I...>) {
+                        copyable = (Spec<TypeAt<I>>::copyable && ...);
+                    });
+                if (copyable) break;
+            }
+            with_combo(
+                c, [&]<std::size_t... I>(std::index_sequence<I...>) {
+                    RowValues vals{};
+                    ((std::get<I>(vals) = random_value<TypeAt<I>>()), ...);
+                    const tessera::Entity p =
+                        world_.prefab(Spec<TypeAt<I>>::to_world(*std::get<I>(vals))...);
+                    Row brought{};  // the prefab carries its requirements too
+                    brought.values = std::move(vals);
+                    bring_required(brought, {I...});
+                    prefabs_.push_back({p, std::move(brought.values)});
+                });
+        }
+        const auto& [prefab, vals] = prefabs_[below(prefabs_.size())];
+        std::vector<tessera::Entity> made;
+        if (n == 1) {
+            made.push_back(world_.instantiate(prefab));
+        } else {
+            const auto span = world_.instantiate_many(prefab, n);
+            made.assign(span.begin(), span.end());
+        }
+        ASSERT_EQ(made.size(), n);
+        for (const tessera::Entity e : made) {
+            EXPECT_EQ(world_.prefab_of(e), prefab);
+            Row& row = insert_model(e);
+            [&]<std::size_t... I>(std::index_sequence<I...>) {
+                ((std::get<I>(vals) ? (std::get<I>(row.values) = *std::get<I>(vals),
+                                       stamp_added<I>(row, false), 0)
+                                    : 0),
+                 ...);
+            }
+            (std::make_index_sequence<kTypes>{});
+        }
+    }
+
     template <std::size_t... I>
     void spawn_with() {
         RowValues vals{};
@@ -490,6 +574,7 @@ private:
         Row& row = insert_model(e);
         ((std::get<I>(row.values) = std::move(std::get<I>(vals))), ...);
         (stamp_added<I>(row, false), ...);
+        bring_required(row, {I...});
     }
 
     void spawn_many_a() {
@@ -633,6 +718,7 @@ private:
         world_.add(e, Spec<T>::to_world(v));
         std::get<I>(row.values) = std::move(v);
         stamp_added<I>(row, was);
+        bring_required(row, {I});
     }
 
     /// add<T>(e): a value-initialised T (a tag, or a fresh value replacing an existing one).
@@ -646,6 +732,7 @@ private:
             std::get<I>(row.values) = T{};
             EXPECT_TRUE(world_.has<T>(e));
             if constexpr (!Spec<T>::is_tag) stamp_added<I>(row, was);
+            bring_required(row, {I});
         }
     }
 
@@ -659,6 +746,7 @@ private:
         std::size_t k = 0;
         ((std::get<I>(row.values) = std::move(std::get<I>(vals)), stamp_added<I>(row, was[k++])),
          ...);
+        bring_required(row, {I...});
     }
 
     template <std::size_t I>
@@ -881,9 +969,10 @@ private:
     }
 
     void check_full() {
-        ASSERT_EQ(static_cast<std::size_t>(world_.count()), model_.size());
+        ASSERT_EQ(static_cast<std::size_t>(world_.count()), model_.size() + prefabs_.size());
         EXPECT_EQ(tick_value(world_.tick()), tick_);
-        const std::vector<tessera::Entity> ents = world_.entities();
+        std::vector<tessera::Entity> ents = world_.entities();
+        std::erase_if(ents, [&](tessera::Entity e) { return world_.has<tessera::Prefab>(e); });
         ASSERT_EQ(ents.size(), model_.size());
         std::unordered_set<std::uint64_t> seen;
         seen.reserve(ents.size());
@@ -908,6 +997,8 @@ private:
     const char* op_ = "";
     std::unordered_map<std::uint64_t, Row> model_;
     std::vector<tessera::Entity> live_;
+    /// The prefabs and their values (outside the model: queries skip them).
+    std::vector<std::pair<tessera::Entity, RowValues>> prefabs_;
     std::vector<tessera::Entity> dead_;
     std::size_t dead_next_ = 0;
     std::size_t max_population_ = 0;

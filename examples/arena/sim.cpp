@@ -186,13 +186,18 @@ void Battle::populate(const Config& config) {
     });
 }
 
-void Battle::build_schedule() {
-    SystemTimes* const times = &times_;
+// The battle's systems come in two modules (module.hpp), imported in this order, so the
+// schedule is the one a single list of systems made: the upkeep of the pre_update phase, then
+// the fighting of update and post_update. A module is default-constructed: it finds the
+// timing slots in the world (the Timing resource).
+
+void Upkeep::build(ts::World& world, ts::Schedule& schedule) {
+    SystemTimes* const times = world.resource<Timing>().times;
     using ts::Phase;
 
     // ----- pre_update -----
     std::size_t slot = times->add("clock", Phase::pre_update);
-    schedule_
+    schedule
         .add("clock",
              [times, slot](ts::ResMut<Time> time) {
                  const Stopwatch sw(times->slot(slot));
@@ -201,7 +206,7 @@ void Battle::build_schedule() {
         .phase(Phase::pre_update);
 
     slot = times->add("respawn", Phase::pre_update);
-    schedule_
+    schedule
         .add("respawn",
              [times, slot](ts::Res<Time> time, ts::Res<Bounds> bounds, ts::ResMut<Rng> rng,
                            ts::ResMut<RespawnQueue> queue, ts::ResMut<Tally> tally,
@@ -233,7 +238,7 @@ void Battle::build_schedule() {
     // A World& system with declared access: it runs beside the systems that don't touch
     // Stunned (clock, respawn). Switching a component on or off is not a structural change.
     slot = times->add("stun_recover", Phase::pre_update);
-    schedule_
+    schedule
         .add("stun_recover",
              [times, slot](ts::World& w, ts::View<ts::Entity, Stunned&> stunned) {
                  const Stopwatch sw(times->slot(slot));
@@ -249,7 +254,7 @@ void Battle::build_schedule() {
         .phase(Phase::pre_update);
 
     slot = times->add("index", Phase::pre_update);
-    schedule_
+    schedule
         .add("index",
              [times, slot](ts::View<ts::Entity, const Position&, const Team&, const Stunned&,
                                     const ts::Targets<Hunts>*>
@@ -284,10 +289,16 @@ void Battle::build_schedule() {
                  }
              })
         .phase(Phase::pre_update);
+}
+
+void Combat::build(ts::World& world, ts::Schedule& schedule) {
+    SystemTimes* const times = world.resource<Timing>().times;
+    using ts::Phase;
+    std::size_t slot = 0;
 
     // ----- update -----
     slot = times->add("acquire", Phase::update);
-    schedule_.add(
+    schedule.add(
         "acquire",
         [times, slot](
             ts::View<ts::Entity, const Position&, const Team&, const Unit&, ts::Without<Hunts>>
@@ -339,11 +350,11 @@ void Battle::build_schedule() {
         });
 
     slot = times->add("steer", Phase::update);
-    schedule_.add("steer", [times, slot](
-                               ts::View<ts::Entity, const Position&, Velocity&, const Team&,
-                                        const Unit&, const ts::Targets<Hunts>*>
-                                   units,
-                               ts::Res<Spatial> spatial, ts::Res<Bounds> bounds, ts::Res<Rng> rng) {
+    schedule.add("steer", [times, slot](
+                              ts::View<ts::Entity, const Position&, Velocity&, const Team&,
+                                       const Unit&, const ts::Targets<Hunts>*>
+                                  units,
+                              ts::Res<Spatial> spatial, ts::Res<Bounds> bounds, ts::Res<Rng> rng) {
         const Stopwatch sw(times->slot(slot));
         const Spatial& sp = *spatial;
         const Bounds b = *bounds;
@@ -400,12 +411,12 @@ void Battle::build_schedule() {
     });
 
     slot = times->add("attack", Phase::update);
-    schedule_.add("attack", [times, slot](ts::View<ts::Entity, Weapon&, const ts::WorldTransform&,
-                                                   const ts::Targets<ts::ChildOf>&>
-                                              weapons,
-                                          ts::Res<Spatial> spatial, ts::Res<Time> time,
-                                          ts::Res<Rng> rng, ts::EventWriter<Damage> hits,
-                                          ts::ResMut<Tally> tally, ts::Commands cmds) {
+    schedule.add("attack", [times, slot](ts::View<ts::Entity, Weapon&, const ts::WorldTransform&,
+                                                  const ts::Targets<ts::ChildOf>&>
+                                             weapons,
+                                         ts::Res<Spatial> spatial, ts::Res<Time> time,
+                                         ts::Res<Rng> rng, ts::EventWriter<Damage> hits,
+                                         ts::ResMut<Tally> tally, ts::Commands cmds) {
         const Stopwatch sw(times->slot(slot));
         const Spatial& sp = *spatial;
         const std::uint32_t frame = time->frame;
@@ -440,8 +451,8 @@ void Battle::build_schedule() {
     });
 
     slot = times->add("move", Phase::update);
-    schedule_.add("move", [times, slot](ts::View<Position&, const Velocity&> bodies,
-                                        ts::Res<Time> time, ts::Res<Bounds> bounds) {
+    schedule.add("move", [times, slot](ts::View<Position&, const Velocity&> bodies,
+                                       ts::Res<Time> time, ts::Res<Bounds> bounds) {
         const Stopwatch sw(times->slot(slot));
         const float dt = time->dt;
         const float w = bounds->width;
@@ -453,7 +464,7 @@ void Battle::build_schedule() {
     });
 
     slot = times->add("sync_local", Phase::update);
-    schedule_.add("sync_local", [times, slot](ts::View<const Position&, ts::LocalTransform&> q) {
+    schedule.add("sync_local", [times, slot](ts::View<const Position&, ts::LocalTransform&> q) {
         const Stopwatch sw(times->slot(slot));
         q.par_each([](const Position& p, ts::LocalTransform& local) {
             local.matrix[3] = glm::vec4(p.x, p.y, 0.0f, 1.0f);
@@ -462,7 +473,7 @@ void Battle::build_schedule() {
 
     // ----- post_update -----
     slot = times->add("damage", Phase::post_update);
-    schedule_
+    schedule
         .add("damage",
              [times, slot](ts::World& w, ts::EventReader<Damage> hits, ts::Commands cmds) {
                  const Stopwatch sw(times->slot(slot));
@@ -486,7 +497,7 @@ void Battle::build_schedule() {
         .phase(Phase::post_update);
 
     slot = times->add("propagate", Phase::post_update);
-    schedule_
+    schedule
         .add("propagate",
              [times, slot](ts::World& w) {
                  const Stopwatch sw(times->slot(slot));
@@ -495,7 +506,7 @@ void Battle::build_schedule() {
         .phase(Phase::post_update);
 
     slot = times->add("census", Phase::post_update);
-    schedule_
+    schedule
         .add("census",
              [times, slot](ts::View<const Health&, const Team&> units, ts::ResMut<Census> census) {
                  const Stopwatch sw(times->slot(slot));
@@ -508,6 +519,12 @@ void Battle::build_schedule() {
                  *census = c;
              })
         .phase(Phase::post_update);
+}
+
+void Battle::build_schedule() {
+    world_.insert_resource(Timing{&times_});
+    world_.import <Upkeep>(schedule_);
+    world_.import <Combat>(schedule_);
 }
 
 void Battle::step() {

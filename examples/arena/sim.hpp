@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace ts = tessera;
@@ -233,6 +234,25 @@ public:
 private:
     SystemTimes::Slot* slot_;
     std::chrono::steady_clock::time_point start_;
+};
+
+/// The systems' timing slots, for the modules below (a resource: a module is
+/// default-constructed and finds what it needs in the world).
+struct Timing {
+    SystemTimes* times = nullptr;
+};
+
+/// The pre_update systems: the clock, respawns, stun recovery and the spatial index.
+struct Upkeep {
+    static constexpr std::string_view name = "arena.upkeep";
+    void build(ts::World& world, ts::Schedule& schedule);
+};
+
+/// The update and post_update systems: targets, steering, attacks, movement, damage, the
+/// transforms and the census.
+struct Combat {
+    static constexpr std::string_view name = "arena.combat";
+    void build(ts::World& world, ts::Schedule& schedule);
 };
 
 /// One battle: a world, its schedule and the engine's task arena.

@@ -66,8 +66,9 @@ public:
         const std::int32_t c = archetype_->column_index(component_id<T>());
         if (c < 0) return {};
         const detail::Column& col = archetype_->columns[static_cast<std::uint32_t>(c)];
-        const detail::MutBase<T> base{reinterpret_cast<T*>(col.data), col.changed, col.changed_max,
-                                      tick_ != 0 ? tick_ : storage_->tick(), &col.changed_last};
+        detail::MutBase<T> base{reinterpret_cast<T*>(col.data), col.changed, col.changed_max,
+                                tick_ != 0 ? tick_ : storage_->tick(), &col.changed_last};
+        base.log = col.log;
         return {base, archetype_->size};
     }
     /// One byte per row, 1 = enabled, for an enableable `T`; empty when the chunk lacks `T`.
@@ -120,6 +121,20 @@ public:
     /// `mark_changed(id, row)`.
     [[nodiscard]] std::byte* column_bytes(ComponentId id) const noexcept {
         return storage_->column_data(id, archetype_->index);
+    }
+    /// Bytes from one `T` of a column to the next: `sizeof(T)` (columns are plain arrays, and a
+    /// C++ size is a multiple of the alignment), 0 for a tag. For code that steps a column by
+    /// bytes (`column_bytes`, GPU uploads).
+    template <class T>
+    [[nodiscard]] static constexpr std::size_t stride() noexcept {
+        return std::is_empty_v<T> ? 0 : sizeof(T);
+    }
+    /// Bytes from one value of component `id`'s column to the next (`column_bytes(id)` +
+    /// `row * stride(id)` is row `row`'s value): the component's size, 0 for a tag or an id no
+    /// component has.
+    [[nodiscard]] static std::size_t stride(ComponentId id) noexcept {
+        const ComponentInfo* info = find_component_info(id);
+        return info == nullptr ? 0 : info->size;
     }
     /// The enable flags of component `id` (one byte per row), or null when absent, not
     /// enableable, or an id no component has.

@@ -25,6 +25,10 @@ struct ComponentId {
     friend constexpr auto operator<=>(ComponentId, ComponentId) noexcept = default;
 };
 
+/// A list of types, for `component_traits<T>::required`.
+template <class... Ts>
+struct type_list {};
+
 /// Per-type options, read by detection; specialise it for your type and set any subset:
 /// @code
 /// template <> struct tessera::component_traits<Ai> {
@@ -33,8 +37,13 @@ struct ComponentId {
 ///     static constexpr bool eager_tracking = true;  // ticks from the first row on (default
 ///                                                   // false: from the first read of them)
 ///     static constexpr ts::storage_kind storage = ts::storage_kind::sparse;  // default table
+///     using required = tessera::type_list<Position, Velocity>;  // added with Ai when missing
 /// };
 /// @endcode
+/// `required` (transitively: what they require comes too) names components that every add of
+/// `T` brings along, value-initialised, in the same archetype move, when the entity lacks them;
+/// one it has already is kept as it is. They must be default constructible and not relations;
+/// a cycle is a compile error. Removing one later is allowed (it is not re-added).
 template <class T>
 struct component_traits {};
 
@@ -96,6 +105,10 @@ struct ComponentInfo {
     void (*copy)(void* dst, const void* src) = nullptr;
     /// `==` on two values; null when the type has none.
     bool (*equal)(const void* a, const void* b) = nullptr;
+    /// component_traits<T>::required, transitively and without repeats: the components an add
+    /// of this one brings along when missing (`required_count` of them). Null when none.
+    const ComponentId* required = nullptr;
+    std::uint32_t required_count = 0;  ///< entries of `required`
 
     /// Whether the type takes no column bytes.
     [[nodiscard]] bool is_tag() const noexcept { return size == 0; }
@@ -201,6 +214,95 @@ constexpr bool track_changes_v = [] {
         return true;
 }();
 
+template <class T, class... Ts>
+inline constexpr bool one_of_v = (std::is_same_v<T, Ts> || ...);
+
+/// `component_traits<T>::required`, or the empty list.
+template <class T>
+struct direct_required_of {
+    using type = type_list<>;
+};
+template <class T>
+requires requires {
+    typename component_traits<T>::required;
+}
+struct direct_required_of<T> {
+    using type = typename component_traits<T>::required;
+};
+
+/// Depth-first closure of requirements: `Found` so far, the `Path` of requirers that led here
+/// (a requirement on the path is a cycle), and the requirements `Rs` left to visit.
+template <class Found, class Path, class List>
+struct gather_required;
+template <class Found, class Path>
+struct gather_required<Found, Path, type_list<>> {
+    using type = Found;
+};
+template <class... F, class... P, class R, class... Rs>
+struct gather_required<type_list<F...>, type_list<P...>, type_list<R, Rs...>> {
+    static constexpr bool cycle = one_of_v<R, P...>;
+    static_assert(!cycle,
+                  "tessera: component_traits<T>::required forms a cycle (a component "
+                  "requires itself, directly or through others)");
+    static_assert(std::is_default_constructible_v<R>,
+                  "tessera: a required component must be default constructible (it is "
+                  "value-initialised when missing)");
+    static_assert(
+        !requires { R::tessera_relation(); },
+        "tessera: a relation can't be a required component (relate it instead)");
+    using with_r = std::conditional_t<one_of_v<R, F...>, type_list<F...>, type_list<F..., R>>;
+    using below = typename gather_required<
+        with_r, type_list<P..., R>,
+        std::conditional_t<cycle, type_list<>, typename direct_required_of<R>::type>>::type;
+    using type = typename gather_required<below, type_list<P...>, type_list<Rs...>>::type;
+};
+
+/// Every component `T` requires, transitively, each once (not `T`).
+template <class T>
+using required_closure_t =
+    typename gather_required<type_list<>, type_list<T>, typename direct_required_of<T>::type>::type;
+
+/// The components an add or spawn of all of `Ts` brings along: their requirements that are
+/// not among `Ts`, each once.
+template <class Found, class Named, class... Lists>
+struct merged_required_list {
+    using type = Found;
+};
+template <class... F, class... N, class... Ls>
+struct merged_required_list<type_list<F...>, type_list<N...>, type_list<>, Ls...>
+    : merged_required_list<type_list<F...>, type_list<N...>, Ls...> {};
+template <class... F, class... N, class R, class... Rs, class... Ls>
+struct merged_required_list<type_list<F...>, type_list<N...>, type_list<R, Rs...>, Ls...>
+    : merged_required_list<
+          std::conditional_t<one_of_v<R, F..., N...>, type_list<F...>, type_list<F..., R>>,
+          type_list<N...>, type_list<Rs...>, Ls...> {};
+template <class... Ts>
+using required_extra_t =
+    typename merged_required_list<type_list<>, type_list<Ts...>, required_closure_t<Ts>...>::type;
+
+template <class L>
+struct list_size;
+template <class... Ts>
+struct list_size<type_list<Ts...>> : std::integral_constant<std::size_t, sizeof...(Ts)> {};
+
+/// Whether adding all of `Ts` brings along components not among them.
+template <class... Ts>
+inline constexpr bool brings_required_v = list_size<required_extra_t<Ts...>>::value != 0;
+
+template <class T>
+ComponentId component_id_for_registry();
+
+/// The ids of `Rs`, in static storage (they never move: `ComponentInfo::required` points there).
+template <class... Rs>
+const ComponentId* required_ids(type_list<Rs...>) {
+    if constexpr (sizeof...(Rs) == 0) {
+        return nullptr;
+    } else {
+        static const ComponentId ids[] = {component_id_for_registry<Rs>()...};
+        return ids;
+    }
+}
+
 /// The compiler's spelling of `T`, e.g. "Position" or "game::{anonymous}::Label".
 template <class T>
 constexpr std::string_view raw_type_name() noexcept {
@@ -270,6 +372,9 @@ TypeDescriptor describe() {
                   "and not on a tag");
     info.eager_tracking = eager_tracking_v<T>;
     info.sparse = sparse_v<T>;
+    using required = required_closure_t<T>;
+    info.required = required_ids(required{});
+    info.required_count = static_cast<std::uint32_t>(list_size<required>::value);
     if (!info.trivially_relocatable) info.relocate = &relocate_fn<T>;
     if constexpr (!std::is_trivially_destructible_v<T>) info.destroy = &destroy_fn<T>;
     if constexpr (std::is_default_constructible_v<T>)
@@ -350,6 +455,12 @@ const ComponentInfo& checked_info(ComponentId id, const char* op);
 }  // namespace detail
 
 namespace detail {
+/// `component_id<T>()`, declared before `describe` needs it.
+template <class T>
+ComponentId component_id_for_registry() {
+    return component_id<T>();
+}
+
 /// `late_component_id`, giving the invalid `ComponentId{}` instead of throwing.
 template <class T>
 [[gnu::noinline, gnu::cold, gnu::pure]] ComponentId late_lookup_id() noexcept {

@@ -37,6 +37,7 @@ struct MutBase {
     std::uint64_t* bounds = nullptr;
     std::uint64_t tick = 0;
     std::uint64_t* last = nullptr;  ///< `Column::changed_last`
+    RowLog* log = nullptr;          ///< `Column::log` (null: none)
 };
 }  // namespace detail
 
@@ -57,6 +58,7 @@ public:
           changed_(base.changed == nullptr ? nullptr : base.changed + row),
           bound_(base.changed == nullptr ? nullptr : base.bounds + row / detail::tick_block),
           last_(base.last),
+          log_(base.log),
           tick_(base.tick) {}
 
     /// The value, for reading: marks nothing.
@@ -66,10 +68,13 @@ public:
     /// The value's members, for reading: marks nothing.
     const T* operator->() const noexcept { return value_; }
     /// Marks the row changed with the run's tick (when `T` is tracked) and returns the value to
-    /// write. O(1): one store and a raise of the block's and the column's bounds. Safe in
-    /// `par_each` (each row is one worker's).
+    /// write. O(1): one store and a raise of the block's and the column's bounds (and, for a
+    /// replicated component, an entry of its row log on the row's first write since the
+    /// replicator's epoch). Safe in `par_each` (each row is one worker's).
     [[nodiscard]] T& write() const noexcept {
         if (changed_ != nullptr) {
+            if (log_ != nullptr) [[unlikely]]
+                log_->wrote(static_cast<std::uint32_t>(changed_ - log_->ticks), *changed_, tick_);
             *changed_ = tick_;
             detail::raise_bound(*bound_, tick_);
             detail::raise_bound(*last_, tick_);
@@ -86,6 +91,7 @@ private:
     std::uint64_t* changed_ = nullptr;
     std::uint64_t* bound_ = nullptr;
     std::uint64_t* last_ = nullptr;
+    detail::RowLog* log_ = nullptr;
     std::uint64_t tick_ = 0;
 };
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <tessera/chunk.hpp>
+#include <tessera/detail/cascade.hpp>
 #include <tessera/detail/operations.hpp>
 #include <tessera/detail/parallel.hpp>
 #include <tessera/detail/sparse_query.hpp>
@@ -18,6 +19,7 @@
 #include <tessera/error.hpp>
 #include <tessera/mut.hpp>
 #include <tessera/observer.hpp>
+#include <tessera/prefab_tags.hpp>
 #include <tessera/query_spec.hpp>
 #include <tessera/world.hpp>
 
@@ -79,6 +81,8 @@ public:
     [[nodiscard]] bool attached() const noexcept { return storage_ != nullptr; }
 
     QuerySpec spec;
+    /// An optional term names `Prefab` (`const Prefab*`): prefabs match (prefab.hpp).
+    bool names_prefab = false;
 
     /// Matches the archetypes created since the last call (allocates only when there are new
     /// matches), then returns the matched archetype indices (none for an empty query).
@@ -252,6 +256,8 @@ public:
                         state_.add_sparse(component_id<typename Tr::component>(), true);
                     } else if constexpr (Tr::required) {
                         state_.spec.all.push_back(component_id<typename Tr::component>());
+                    } else if constexpr (std::is_same_v<typename Tr::component, Prefab>) {
+                        state_.names_prefab = true;
                     }
                 }
             }(),
@@ -342,16 +348,40 @@ public:
         return std::move(added_since<T>(tick));
     }
 
+    /// Makes this a cascade query: `each` and `par_each` visit the rows in depth order, every
+    /// entity after its first parent (`ChildOf`, relation.hpp), parent's parent and so on up
+    /// to its root (an entity outside any hierarchy has depth 0); within a depth, table by
+    /// table in creation order, rows in table order. `par_each` runs one depth level at a
+    /// time, each level's rows split across the workers. `each_chunk` and `chunks` visit whole
+    /// tables as before (no order). The order is kept in the query: a run whose tables and
+    /// hierarchy are unchanged reuses it (O(matched tables) to check, no allocation); a
+    /// structural change in a matched table or a first-parent change makes the next run
+    /// rebuild it, O(rows + levels), where only entities whose ancestry changed walk their
+    /// parents again (docs/queries.md, "Traversal: Up and cascade"). Any depth works (no
+    /// recursion). @throws Error(invalid_argument) on an empty query.
+    Query& cascade() & {
+        check_attached("Query::cascade");
+        cascade_.enable(state_.storage().resource());
+        return *this;
+    }
+    /// `cascade` on a temporary query.
+    Query&& cascade() && { return std::move(cascade()); }
+    /// Whether `cascade` was called.
+    [[nodiscard]] bool cascading() const noexcept { return cascade_.enabled(); }
+    /// How many times the cascade order was built so far (0 until the first run of a cascade
+    /// query): runs over an unchanged world add none.
+    [[nodiscard]] std::uint64_t cascade_builds() const noexcept { return cascade_.builds(); }
+
     /// Calls `fn(terms...)` or `fn(entity, terms...)` for every matching row, archetype by
-    /// archetype in creation order, rows in table order. Rows where a term's enableable
-    /// component is disabled are skipped. `T&` and `T*` terms stamp the changed tick of the rows
-    /// visited (when `T` is tracked); `Mut<T>` terms only the rows written through them. Structural
-    /// changes made by `fn` are deferred until the loop ends. O(matched archetypes + rows);
-    /// allocates nothing in a steady state.
+    /// archetype in creation order, rows in table order (depth order after `cascade`). Rows where a
+    /// term's enableable component is disabled are skipped. `T&` and `T*` terms stamp the changed
+    /// tick of the rows visited (when `T` is tracked); `Mut<T>` terms only the rows written through
+    /// them. Structural changes made by `fn` are deferred until the loop ends. O(matched archetypes
+    /// + rows); allocates nothing in a steady state.
     template <class F>
     void each(F&& fn) {
         constexpr bool with_entity = detail::takes_entity_v<F, Terms...>;
-        static_assert(with_entity || std::is_invocable_v<F&, Terms...>,
+        static_assert(with_entity || std::is_invocable_v<F&, detail::term_param_t<Terms>...>,
                       "tessera: Query::each's callback must take the query's terms, optionally "
                       "after a leading tessera::Entity");
         if (!state_.attached()) return;  // an empty query matches nothing
@@ -365,6 +395,9 @@ public:
             return;
         }
         const std::span<const std::uint32_t> matched = state_.update();
+        const std::span<const detail::CascadeRun> runs =
+            cascade_.enabled() ? cascade_.update(s, matched)
+                               : std::span<const detail::CascadeRun>{};
         detail::DeferScope defer(s, state_.owns_world());
         state_.begin_run();
         const bool filtered = !state_.filters().empty();
@@ -375,7 +408,13 @@ public:
             // Tables without enable flags on the terms are stamped whole; the others per row.
             const bool gate = gated(a);
             if (!filtered && !gate) detail::stamp_written<Terms...>(a, tick);
-            run_range<with_entity>(fn, a, state_.columns(k), 0, a.size, filtered, gate, tick);
+            if (!cascade_.enabled())
+                run_range<with_entity>(fn, a, state_.columns(k), 0, a.size, filtered, gate, tick);
+        }
+        for (const detail::CascadeRun& r : runs) {  // a cascade query: the runs in depth order
+            detail::Archetype& a = s.archetype(matched[r.table]);
+            run_range<with_entity>(fn, a, state_.columns(r.table), r.first, r.last, filtered,
+                                   gated(a), tick);
         }
         state_.end_run();
         defer.close();
@@ -395,7 +434,7 @@ public:
     template <class F>
     void par_each(F&& fn) {
         constexpr bool with_entity = detail::takes_entity_v<F, Terms...>;
-        static_assert(with_entity || std::is_invocable_v<F&, Terms...>,
+        static_assert(with_entity || std::is_invocable_v<F&, detail::term_param_t<Terms>...>,
                       "tessera: Query::par_each's callback must take the query's terms, "
                       "optionally after a leading tessera::Entity");
         if (!state_.attached()) return;  // an empty query matches nothing
@@ -423,6 +462,9 @@ public:
             starts_.push_back(total);
             total += a.size;
         }
+        const std::span<const detail::CascadeRun> runs =
+            cascade_.enabled() ? cascade_.update(s, matched)
+                               : std::span<const detail::CascadeRun>{};
         detail::DeferScope defer(s, state_.owns_world());
         detail::ParallelScope parallel(s, state_.owns_world());
         state_.begin_run();
@@ -434,6 +476,10 @@ public:
             for (const Table& t : tables_) {
                 if (!t.gated) detail::stamp_written<Terms...>(*t.archetype, tick);
             }
+        }
+        if (cascade_.enabled()) {
+            run_levels<with_entity>(fn, runs, matched, filtered, tick);
+            total = 0;  // done, level by level
         }
         detail::parallel_rows(
             total,
@@ -487,7 +533,8 @@ public:
             if (a.size == 0) continue;
             detail::stamp_written<Terms...>(a, tick);
             Chunk chunk(s, a, tick);
-            call_chunk(fn, chunk, a, state_.columns(k), tick, std::index_sequence_for<Terms...>{});
+            call_chunk(fn, chunk, a, state_.columns(k), tick, &s,
+                       std::index_sequence_for<Terms...>{});
         }
         state_.end_run();
         defer.close();
@@ -889,17 +936,18 @@ private:
     template <class F, std::size_t... I>
     static void call_chunk(F& fn, Chunk& chunk, detail::Archetype& a,
                            const detail::Column* const* cols, std::uint64_t tick,
-                           std::index_sequence<I...>) {
-        fn(chunk, span_of<Terms>(*cols[I], a, tick)...);
+                           const detail::Storage* s, std::index_sequence<I...>) {
+        fn(chunk, span_of<Terms>(*cols[I], a, tick, s)...);
     }
 
     template <class Term>
     static typename detail::term_traits<Term>::span span_of(const detail::Column& col,
                                                             detail::Archetype& a,
-                                                            std::uint64_t tick) noexcept {
+                                                            std::uint64_t tick,
+                                                            const detail::Storage* s) noexcept {
         using Tr = detail::term_traits<Term>;
-        auto base = detail::term_base<Term>(col, a, tick);
-        if constexpr (Tr::entity || detail::is_mut_term_v<Term>) {
+        auto base = detail::term_base<Term>(col, a, tick, s);
+        if constexpr (Tr::entity || detail::is_mut_term_v<Term> || detail::resolves_v<Term>) {
             return {base, a.size};
         } else {
             if (base == nullptr) return {};
@@ -907,8 +955,48 @@ private:
         }
     }
 
-    // Whether some term's component or `with` gate has enable flags in `a`.
+    // par_each of a cascade query: one parallel loop per depth level, each level's rows split
+    // across the workers as a plain par_each splits a query's.
+    template <bool WithEntity, class F>
+    void run_levels(F& fn, std::span<const detail::CascadeRun> runs,
+                    std::span<const std::uint32_t> matched, bool filtered, std::uint64_t tick) {
+        detail::Storage& s = state_.storage();
+        const std::span<const std::size_t> before = cascade_.run_rows();
+        for (std::size_t l = 0; l < cascade_.levels(); ++l) {
+            const std::size_t r0 = cascade_.level_begin(l);
+            const std::size_t r1 = cascade_.level_begin(l + 1);
+            const std::size_t base = before[r0];
+            const auto body = [&](std::size_t begin, std::size_t end) {
+                begin += base;
+                end += base;
+                // The run holding row `begin`: the last one starting at or before it.
+                std::size_t lo = r0, hi = r1;
+                while (lo < hi) {
+                    const std::size_t mid = (lo + hi) / 2;
+                    if (before[mid] <= begin)
+                        lo = mid + 1;
+                    else
+                        hi = mid;
+                }
+                for (std::size_t r = lo - 1; begin < end; ++r) {
+                    const detail::CascadeRun& run = runs[r];
+                    detail::Archetype& a = s.archetype(matched[run.table]);
+                    const auto first = static_cast<std::uint32_t>(run.first + (begin - before[r]));
+                    const auto last = static_cast<std::uint32_t>(
+                        std::min<std::size_t>(run.first + (end - before[r]), run.last));
+                    run_range<WithEntity>(fn, a, state_.columns(run.table), first, last, filtered,
+                                          gated(a), tick);
+                    begin = before[r] + (last - run.first);
+                }
+            };
+            detail::parallel_rows(before[r1] - base, body, s.serial());
+        }
+    }
+
+    // Whether rows of `a` need the per-row path: some term's component or `with` gate has
+    // enable flags in `a`, or a term skips rows (a required `Up`).
     bool gated(const detail::Archetype& a) const noexcept {
+        if constexpr (skips_rows) return true;
         if (!a.enableable) return false;
         const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
         for (const std::uint8_t* f : flags)
@@ -953,7 +1041,8 @@ private:
     void run_range(F& fn, detail::Archetype& a, const detail::Column* const* cols,
                    std::uint32_t first, std::uint32_t last, bool filtered, bool gate,
                    std::uint64_t tick) {
-        const auto bases = bases_of(a, cols, tick, std::index_sequence_for<Terms...>{});
+        const auto bases =
+            bases_of(a, cols, tick, &state_.storage(), std::index_sequence_for<Terms...>{});
         if (!gate && !filtered) {
             run_rows<WithEntity>(fn, a, bases, first, last, std::index_sequence_for<Terms...>{});
             return;
@@ -970,6 +1059,9 @@ private:
             for (; i < end; ++i) {
                 if (gate && !(enabled_row(flags, i) && state_.gates_pass(a, i))) continue;
                 if (filtered && !state_.passes(a, i)) continue;
+                if constexpr (skips_rows) {
+                    if (!present(bases, i, std::index_sequence_for<Terms...>{})) continue;
+                }
                 stamp_row(a, i, tick);
                 call<WithEntity>(fn, a, bases, i, std::index_sequence_for<Terms...>{});
             }
@@ -995,11 +1087,20 @@ private:
     template <std::size_t... I>
     static std::tuple<typename detail::term_traits<Terms>::pointer...> bases_of(
         const detail::Archetype& a, const detail::Column* const* cols, std::uint64_t tick,
-        std::index_sequence<I...>) noexcept {
-        return {detail::term_base<Terms>(*cols[I], a, tick)...};
+        const detail::Storage* s, std::index_sequence<I...>) noexcept {
+        return {detail::term_base<Terms>(*cols[I], a, tick, s)...};
     }
 
+    // Whether every skipping term has row `i` (see detail::term_present).
+    template <class Bases, std::size_t... I>
+    static bool present(const Bases& bases, std::uint32_t i, std::index_sequence<I...>) noexcept {
+        return (detail::term_present<Terms>(std::get<I>(bases), i) && ...);
+    }
+
+    static constexpr bool skips_rows = (detail::skips_v<Terms> || ...);
+
     detail::QueryState state_;
+    detail::CascadeOrder cascade_;  ///< the depth order of a cascade query
     // par_each's scratch, kept between runs so a steady state allocates nothing.
     struct Table {
         detail::Archetype* archetype;
@@ -1061,13 +1162,19 @@ std::size_t World::despawn_all(Query<Terms...>& query) {
     // The rows `each` visits, read without a run (no stamps or tick): a failure changes nothing.
     std::pmr::vector<Entity> doomed(storage_->resource());
     state.begin_run();
-    for (const std::uint32_t index : matched) {
-        const detail::Archetype& a = storage_->archetype(index);
+    for (std::size_t k = 0; k < matched.size(); ++k) {
+        const detail::Archetype& a = storage_->archetype(matched[k]);
         const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
         const bool gate = query.gated(a);
+        [[maybe_unused]] const auto bases = Query<Terms...>::bases_of(
+            a, state.columns(k), 0, storage_, std::index_sequence_for<Terms...>{});
         for (std::uint32_t i = 0; i < a.size; ++i) {
             if (gate && !(Query<Terms...>::enabled_row(flags, i) && state.gates_pass(a, i)))
                 continue;
+            if constexpr (Query<Terms...>::skips_rows) {
+                if (!Query<Terms...>::present(bases, i, std::index_sequence_for<Terms...>{}))
+                    continue;
+            }
             if (state.filters().empty() || state.passes(a, i)) doomed.push_back(a.entities[i]);
         }
     }

@@ -16,7 +16,8 @@ struct Archetype;
 }  // namespace detail
 
 /// An untyped description of which archetypes match: every component of `all`, none of `none`,
-/// and at least one of `any` (when not empty). Cheap to keep in a system's state; aggregate, so
+/// and at least one of `any` (when not empty). Archetypes of prefabs (`ts::Prefab`) match only
+/// when `all` or `any` names `Prefab`. Cheap to keep in a system's state; aggregate, so
 /// `QuerySpec{.all = {...}, .none = {...}}` works too.
 struct QuerySpec {
     std::vector<ComponentId> all{};   ///< required components
@@ -48,11 +49,14 @@ struct QuerySpec {
 namespace detail {
 
 /// The one archetype matcher: whether `a` has every component of `all`, none of `none` and,
-/// when `any` is not empty, at least one of `any`. `QuerySpec::matches` and the query observers
-/// (`Query::on_enter`, `on_exit`) both use it.
+/// when `any` is not empty, at least one of `any`. An archetype holding `Prefab`
+/// (prefab_tags.hpp) matches only when `Prefab` is in `all`, `any` or `named` (a query's other
+/// terms: optional ones). `QuerySpec::matches` and the query observers (`Query::on_enter`,
+/// `on_exit`) both use it.
 [[nodiscard]] bool archetype_matches(const Archetype& a, std::span<const ComponentId> all,
                                      std::span<const ComponentId> any,
-                                     std::span<const ComponentId> none) noexcept;
+                                     std::span<const ComponentId> none,
+                                     std::span<const ComponentId> named = {}) noexcept;
 
 }  // namespace detail
 

@@ -125,6 +125,9 @@ struct RelationAccess {
 template <class R>
 const RelationType& relation_type() {
     static_assert(Component<R>, "tessera: a relation type must be a valid component type");
+    static_assert(!detail::brings_required_v<R>,
+                  "tessera: a relation type can't declare required components (relate and "
+                  "unrelate keep its data; add what it needs to the source yourself)");
     static const RelationType type{component_id<R>(), component_id<Targets<R>>(),
                                    std::is_same_v<R, ChildOf>, &RelationAccess::make<R>};
     return type;
@@ -180,6 +183,18 @@ void clear_hierarchy_changes(Storage& s) noexcept;
 /// Whether the log was dropped since it was last cleared (it holds at most 65,536 entries):
 /// every entity may have changed then.
 bool hierarchy_overflowed(const Storage& s) noexcept;
+
+/// The recent first-parent changes of the hierarchy (for cascade queries): `count` changes
+/// since the world's relation index was made (`index` tells it apart from another), the last
+/// `recent.size()` of them in a ring (change `n` at `recent[n % recent.size()]`). Entities
+/// whose first `ChildOf` target changed (relate, unrelate, a parent's despawn); possibly some
+/// that did not change and some dead since. Empty (count 0, index null) before any relation.
+struct HierarchyRecent {
+    const void* index = nullptr;
+    std::uint64_t count = 0;
+    std::span<const Entity> recent{};
+};
+[[nodiscard]] HierarchyRecent hierarchy_recent(const Storage& s) noexcept;
 
 /// A relation observer's callback: `(World&, Entity, Entity target, R&)` or without the data.
 template <class R, class F>

@@ -79,6 +79,8 @@ struct Added {};
 /// View filters: rows whose `T` was written since this system last ran (every row the first time).
 template <class T>
 struct Changed {};
+/// View filters: visit the rows in depth order, parents before children (`Query::cascade`).
+struct Cascade {};
 
 namespace detail {
 
@@ -158,9 +160,9 @@ template <class T>
 struct view_filter<Added<T>> : std::true_type {};
 template <class T>
 struct view_filter<Changed<T>> : std::true_type {};
+template <>
+struct view_filter<Cascade> : std::true_type {};
 
-template <class... A>
-struct type_list {};
 template <class L, class A>
 struct push_back;
 template <class... Ts, class A>
@@ -230,6 +232,15 @@ struct filter_traits<Changed<T>> {
     static void access(Access& a) { a.reads.push_back(component_id<T>()); }
 };
 
+template <>
+struct filter_traits<Cascade> {
+    template <class Q>
+    static void apply(Q& q) {
+        q.cascade();
+    }
+    static void access(Access&) {}
+};
+
 template <class Term>
 void term_access(Access& a) {
     using Tr = term_traits<Term>;
@@ -255,13 +266,13 @@ struct view_access<type_list<Ts...>, type_list<Fs...>> {
 }  // namespace detail
 
 /// A system's view of the entities matching `Args`: query terms (`T&`, `const T&`, `T*`,
-/// `const T*`, `Mut<T>`, `Entity`) followed by filters (`With`, `Without`, `Any`, `Added`,
-/// `Changed`). `Added`/`Changed` mean "since this system last ran", exactly once. Writes through
-/// `T&` and `T*` terms (every row visited) and `Mut<T>` (the rows written) are stamped with the
-/// system's tick. Valid only during the system call.
+/// `const T*`, `Mut<T>`, `Entity`, and traverse.hpp's `Up<...>`) followed by filters (`With`,
+/// `Without`, `Any`, `Added`, `Changed`, `Cascade`). `Added`/`Changed` mean "since this system last
+/// ran", exactly once. Writes through `T&` and `T*` terms (every row visited) and `Mut<T>` (the
+/// rows written) are stamped with the system's tick. Valid only during the system call.
 template <class... Args>
 class View {
-    using split = detail::split_view<detail::type_list<>, detail::type_list<>, Args...>;
+    using split = detail::split_view<type_list<>, type_list<>, Args...>;
 
 public:
     /// The `Query` over the terms that the system keeps between runs.

@@ -17,8 +17,11 @@
 #include <tessera/error.hpp>
 #include <tessera/events.hpp>
 #include <tessera/fwd.hpp>
+#include <tessera/module.hpp>
 #include <tessera/mut.hpp>
+#include <tessera/names.hpp>
 #include <tessera/observer.hpp>
+#include <tessera/prefab.hpp>
 #include <tessera/query.hpp>
 #include <tessera/reflect.hpp>
 #include <tessera/relation.hpp>

@@ -21,6 +21,8 @@
 
 namespace tessera {
 
+class Schedule;
+
 namespace detail {
 class Storage;
 class ResourceMap;
@@ -688,6 +690,49 @@ public:
     /// older buffer is dropped and the newer becomes the older. `Schedule::run` does this once
     /// at the end of each frame; outside schedules the program calls it.
     void update_events();
+
+    ///@}
+
+    /// @name Prefabs, names and modules
+    /// Include `<tessera/prefab.hpp>` for `prefab`, `instantiate`, `instantiate_many` and
+    /// `prefab_of`, `<tessera/names.hpp>` for `set_name`, `name` and `lookup`,
+    /// `<tessera/module.hpp>` for `import` and `modules` (docs/authoring.md).
+    ///@{
+
+    /// Spawns a prefab: an entity with `components` and the tag `ts::Prefab`, which queries
+    /// skip unless they name `Prefab`. @throws like `spawn`.
+    template <class... Ts>
+    Entity prefab(Ts&&... components);
+    /// Spawns an instance of `prefab`: a copy of its components (without `Prefab` and its
+    /// relations), `overrides` replacing (or adding to) them, a `ts::IsA` relation to `prefab`,
+    /// and an instance of each of its child prefabs as its `ChildOf` children (recursively),
+    /// in one archetype move per entity. All or nothing. @throws Error(not_alive) for a dead
+    /// `prefab`, Error(invalid_argument) when it is no prefab or one of its components can't
+    /// be copied.
+    template <class... Ts>
+    Entity instantiate(Entity prefab, Ts&&... overrides);
+    /// `n` instances of `prefab` (with their children) in one table growth and one pass per
+    /// column; returns the instances in order (valid until the next structural change or
+    /// `spawn_many`). @throws like `instantiate`.
+    std::span<const Entity> instantiate_many(Entity prefab, std::size_t n);
+    /// The prefab `e` is an instance of (its `IsA` target), or null.
+    [[nodiscard]] Entity prefab_of(Entity e) const noexcept;
+    /// Names `e` (unique among its `ChildOf` siblings, or among the roots), replacing its old
+    /// name. @throws Error(not_alive), Error(invalid_argument) for an empty name, one with '/'
+    /// or invalid UTF-8, or one a sibling has (nothing changes then).
+    void set_name(Entity e, std::string_view name);
+    /// `e`'s name; empty when it has none or is dead. Valid until the name changes.
+    [[nodiscard]] std::string_view name(Entity e) const noexcept;
+    /// The entity at `path` ("level/room1/door": names through `ChildOf` from a root), or null.
+    /// O(segments).
+    [[nodiscard]] Entity lookup(std::string_view path) const noexcept;
+    /// Imports module `M` (module.hpp: `void build(World&, Schedule&)`) once per world.
+    /// @throws Error(invalid_argument) for an import cycle; what `build` throws (M is then not
+    /// recorded).
+    template <class M>
+    void import(Schedule& schedule);
+    /// The names of the imported modules, in import order.
+    [[nodiscard]] std::span<const std::string_view> modules() const noexcept;
 
     ///@}
 

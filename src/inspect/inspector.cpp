@@ -12,6 +12,9 @@
 #include <tessera/detail/field_value.hpp>
 #include <tessera/dynamic.hpp>
 #include <tessera/inspect.hpp>
+#include <tessera/module.hpp>
+#include <tessera/names.hpp>
+#include <tessera/prefab.hpp>
 #include <tessera/relation.hpp>
 #include <tessera/schedule.hpp>
 #include <tessera/system_stats.hpp>
@@ -100,6 +103,7 @@ struct Pending {
     // Arguments, validated on the server thread.
     Entity entity;
     std::vector<std::string> with, without;
+    std::string name;  ///< entities: only those whose name contains it
     std::size_t offset = 0;
     std::size_t limit = default_limit;
     std::string component, field;
@@ -451,6 +455,9 @@ void Inspector::Impl::routes() {
             if (auto problem = paging(req, *p)) return reply(res, 400, error_body(*problem));
             if (req.has_param("with")) p->with = split_names(req.get_param_value("with"));
             if (req.has_param("without")) p->without = split_names(req.get_param_value("without"));
+            if (req.has_param("name")) p->name = req.get_param_value("name");
+            if (p->name.size() > 256)
+                return reply(res, 400, error_body("a name search of at most 256 bytes"));
             if (p->with.size() + p->without.size() > 64)
                 return reply(res, 400, error_body("at most 64 components in with and without"));
             serve(p, res);
@@ -572,7 +579,10 @@ json Inspector::Impl::stats(const World& world) const {
     };
     std::size_t components = 0;
     world.storage().for_each_component([&](ComponentId) { ++components; });
+    json modules = json::array();
+    for (const std::string_view m : world.modules()) modules.push_back(std::string(m));
     return {
+        {"modules", std::move(modules)},
         {"frame", frames.load()},
         {"tick", world.tick()},
         {"entities", world.count()},
@@ -636,6 +646,32 @@ json Inspector::Impl::entities(const World& world, const Pending& p) {
     json list = json::array();
     json names = json::object();
     std::size_t total = 0;
+    const auto listed = [&](Entity e, std::uint32_t shown) {
+        json item = {{"id", entity_text(e)}, {"archetype", shown}};
+        if (const std::string_view n = world.name(e); !n.empty()) item["name"] = std::string(n);
+        return item;
+    };
+    if (!p.name.empty()) {
+        // A name search: entity by entity (names are not per table).
+        each_archetype(s, [&](const Archetype& a) {
+            if (a.size == 0 || !detail::inspector::matches(a, with, without)) return;
+            const std::uint32_t shown = detail::shown_archetype(a.index);
+            for (std::uint32_t row = 0; row < a.size; ++row) {
+                const Entity e = a.entities[row];
+                if (world.name(e).find(p.name) == std::string_view::npos) continue;
+                if (total >= p.offset && total < p.offset + p.limit) {
+                    names[std::to_string(shown)] = names_of(a);
+                    list.push_back(listed(e, shown));
+                }
+                ++total;
+            }
+        });
+        return {{"total", total},
+                {"offset", p.offset},
+                {"limit", p.limit},
+                {"entities", std::move(list)},
+                {"archetypes", std::move(names)}};
+    }
     each_archetype(s, [&](const Archetype& a) {
         if (a.size == 0 || !detail::inspector::matches(a, with, without)) return;
         const std::size_t first = total;
@@ -646,8 +682,7 @@ json Inspector::Impl::entities(const World& world, const Pending& p) {
         if (lo >= hi) return;
         const std::uint32_t shown = detail::shown_archetype(a.index);
         names[std::to_string(shown)] = names_of(a);
-        for (std::size_t i = lo; i < hi; ++i)
-            list.push_back({{"id", entity_text(a.entities[i - first])}, {"archetype", shown}});
+        for (std::size_t i = lo; i < hi; ++i) list.push_back(listed(a.entities[i - first], shown));
     });
     return {{"total", total},
             {"offset", p.offset},
@@ -708,6 +743,8 @@ json Inspector::Impl::entity(const World& world, Entity e) {
                             {"count", from.size()}});
     }
     return {{"id", entity_text(e)},
+            {"name", std::string(world.name(e))},
+            {"prefab", world.prefab_of(e) ? json(entity_text(world.prefab_of(e))) : json(nullptr)},
             {"index", e.index},
             {"generation", e.generation},
             {"archetype", world.archetype_of(e).index},

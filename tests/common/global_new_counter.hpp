@@ -11,6 +11,9 @@ namespace tessera::test {
 /// Calls of global operator new / new[] on this thread, except inside an `Uncounted` scope.
 inline thread_local std::size_t global_news = 0;
 inline thread_local int uncounted_depth = 0;
+/// When nonzero, the counted call that makes `global_news` equal to it throws bad_alloc (a
+/// fault sweep of code that allocates with global new: set it to `global_news + k`).
+inline thread_local std::size_t fail_global_new_at = 0;
 /// Allocations a test makes on purpose (e.g. its own memory resource's) don't count.
 struct Uncounted {
     Uncounted() { ++uncounted_depth; }
@@ -26,12 +29,16 @@ struct Uncounted {
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 #endif
 void* operator new(std::size_t size) {
-    if (tessera::test::uncounted_depth == 0) ++tessera::test::global_news;
+    if (tessera::test::uncounted_depth == 0 &&
+        ++tessera::test::global_news == tessera::test::fail_global_new_at)
+        throw std::bad_alloc();
     if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
     throw std::bad_alloc();
 }
 void* operator new[](std::size_t size) {
-    if (tessera::test::uncounted_depth == 0) ++tessera::test::global_news;
+    if (tessera::test::uncounted_depth == 0 &&
+        ++tessera::test::global_news == tessera::test::fail_global_new_at)
+        throw std::bad_alloc();
     if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
     throw std::bad_alloc();
 }

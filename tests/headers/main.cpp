@@ -28,10 +28,12 @@ int header_chunk();
 int header_mut();
 int header_serialize();
 int header_transform();
+int header_traverse();
 int header_tessera();
 int header_fixed_step();
 int header_net_rollback();
 int header_net();
+int header_authoring();
 
 namespace {
 struct Consumer {
@@ -64,8 +66,10 @@ const Consumer consumers[] = {{"world", &header_world},
                               {"fixed_step", &header_fixed_step},
                               {"net_rollback", &header_net_rollback},
                               {"net", &header_net},
+                              {"authoring", &header_authoring},
                               {"serialize", &header_serialize},
                               {"transform", &header_transform},
+                              {"traverse", &header_traverse},
                               {"tessera", &header_tessera}};
 }  // namespace
 

@@ -1169,3 +1169,53 @@ TEST(Inspector, HistoryChartsFramesCountsAndWatchedSystemTimes) {
     EXPECT_EQ(full.body["frames"], 300);
     EXPECT_EQ(full.body["frame_ms"].size(), 300u);
 }
+
+namespace {
+
+struct Physics {
+    static constexpr std::string_view name = "physics";
+    void build(ts::World&, ts::Schedule&) {}
+};
+
+TEST(Inspector, ShowsNamesPrefabsAndModules) {
+    Scene s;
+    ts::Schedule schedule;
+    s.world.import <Physics>(schedule);
+    s.world.set_name(s.a, "captain");
+    s.world.set_name(s.b, "mate");
+    const ts::Entity orc = s.world.prefab(Vel{3, 4});
+    const ts::Entity grunt = s.world.instantiate(orc);
+    ts::Inspector inspector(0);
+    FrameLoop loop(inspector, s.world);
+    const std::uint16_t port = inspector.port();
+
+    Reply r = get(port, "/api/stats");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body["modules"], json::array({"physics"}));
+
+    r = get(port, "/api/entity/" + id(s.a));
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body["name"], "captain");
+    EXPECT_TRUE(r.body["prefab"].is_null());
+    r = get(port, "/api/entity/" + id(grunt));
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body["prefab"], id(orc));
+    EXPECT_EQ(r.body["name"], "");
+
+    // The entity list searches by name (a substring) and shows the names it has.
+    r = get(port, "/api/entities?name=a");
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.body["total"], 2);
+    std::vector<std::string> names;
+    for (const json& e : r.body["entities"]) names.push_back(e["name"]);
+    std::sort(names.begin(), names.end());
+    EXPECT_EQ(names, (std::vector<std::string>{"captain", "mate"}));
+    r = get(port, "/api/entities?name=capt");
+    ASSERT_EQ(r.status, 200) << r.body;
+    ASSERT_EQ(r.body["total"], 1);
+    EXPECT_EQ(r.body["entities"][0]["id"], id(s.a));
+    r = get(port, "/api/entities?name=nobody");
+    EXPECT_EQ(r.body["total"], 0);
+}
+
+}  // namespace

@@ -59,6 +59,150 @@ inline std::uint64_t load_bound(const std::uint64_t& bound) noexcept {
         .load(std::memory_order_relaxed);
 }
 
+/// The rows of one column written since an epoch (a replicator's oldest unacknowledged
+/// baseline), so that a reader of a few changes among many rows visits only those: exactly
+/// the rows `r < size` with `changed[r] > epoch` (the per-row ticks; a whole-chunk stamp,
+/// `Column::stamped`, is not listed: it changes every row), each once, in the order of their
+/// first write since the epoch. Made only for the components a `net::Replicator` asks it for
+/// (`Core::log_rows`); every other column has none (`Column::log` null), and every path that
+/// writes a changed tick tests that pointer first. Allocated with its column's tick arrays,
+/// `capacity` entries, so an append never allocates (`set_changed` stays noexcept).
+///
+/// A path that changes ticks without keeping the list right sets `valid` false (the reader
+/// then scans block bounds and rebuilds it). Appends may come from several `par_each` workers
+/// at once (each row is one worker's): `count` and `valid` are then touched through atomics.
+struct RowLog {
+    std::uint64_t epoch = 0;               ///< rows whose changed tick is above it are listed
+    const std::uint64_t* ticks = nullptr;  ///< the column's `changed` (a `Mut<T>` finds its row)
+    std::uint32_t count = 0;               ///< entries of `rows()`
+    std::uint32_t capacity = 0;            ///< rows of the table's arrays
+    bool valid = true;                     ///< false: the list is not to be trusted
+
+    /// Bytes of a log (header and both arrays) for `capacity` rows.
+    static constexpr std::size_t bytes(std::size_t capacity) noexcept {
+        return sizeof(RowLog) + 2 * capacity * sizeof(std::uint32_t);
+    }
+    /// The listed rows (`count` of them), right behind the header.
+    [[nodiscard]] std::uint32_t* rows() noexcept {
+        return reinterpret_cast<std::uint32_t*>(this + 1);
+    }
+    [[nodiscard]] const std::uint32_t* rows() const noexcept {
+        return reinterpret_cast<const std::uint32_t*>(this + 1);
+    }
+    /// By row, its index in `rows()` (meaningful while the row is listed).
+    [[nodiscard]] std::uint32_t* positions() noexcept { return rows() + capacity; }
+
+    /// Whether the list is right (`valid`, read as workers may be writing it).
+    [[nodiscard]] bool trusted() const noexcept {
+        return std::atomic_ref<bool>(const_cast<bool&>(valid)).load(std::memory_order_relaxed);
+    }
+    /// Marks the list wrong: readers rebuild it (`rebuild`) or scan the block bounds.
+    void distrust() noexcept {
+        std::atomic_ref<bool>(valid).store(false, std::memory_order_relaxed);
+    }
+    /// Lists `row` (not listed). Safe from several workers at once; one past a full list (a
+    /// path broke it: it can hold every row once) only marks it wrong.
+    void append(std::uint32_t row) noexcept {
+        const std::uint32_t n =
+            std::atomic_ref<std::uint32_t>(count).fetch_add(1, std::memory_order_relaxed);
+        if (n < capacity) [[likely]] {
+            rows()[n] = row;
+            positions()[row] = n;
+        } else {
+            distrust();
+        }
+    }
+    /// `row`'s changed tick goes from `old` to `tick`: listed on its first write since the
+    /// epoch (dedup by the old tick).
+    void wrote(std::uint32_t row, std::uint64_t old, std::uint64_t tick) noexcept {
+        if (old <= epoch && tick > epoch) {
+            if (trusted()) append(row);
+        } else if (old > epoch && tick <= epoch) {
+            distrust();  // a tick going back (rare): unlisting is not safe from workers
+        }
+    }
+    /// A new row (not listed) gets changed tick `tick`.
+    void entered(std::uint32_t row, std::uint64_t tick) noexcept {
+        if (tick > epoch && trusted()) append(row);
+    }
+    /// Rows [first, first + n), new to the table, get changed tick `tick` (one thread).
+    void entered_range(std::uint32_t first, std::size_t n, std::uint64_t tick) noexcept {
+        if (tick <= epoch || !valid) return;
+        for (std::uint32_t row = first; row < first + n; ++row) {
+            rows()[count] = row;
+            positions()[row] = count++;
+        }
+    }
+    /// Unlists the listed `row`. One thread, like the rest below.
+    void unlist(std::uint32_t row) noexcept {
+        std::uint32_t* const r = rows();
+        std::uint32_t* const p = positions();
+        const std::uint32_t at = p[row];
+        const std::uint32_t moved = r[--count];
+        r[at] = moved;
+        p[moved] = at;
+    }
+    /// Row `row` is freed and the last row, `last` (> `row`), fills it; `t_row` and `t_last`
+    /// are their changed ticks before the move.
+    void filled(std::uint32_t row, std::uint32_t last, std::uint64_t t_row,
+                std::uint64_t t_last) noexcept {
+        if (!valid) return;
+        const bool listed = t_row > epoch;
+        if (t_last > epoch && !listed) {  // `row` takes the entry of `last`
+            const std::uint32_t at = positions()[last];
+            rows()[at] = row;
+            positions()[row] = at;
+        } else if (t_last > epoch) {
+            unlist(last);
+        } else if (listed) {
+            unlist(row);
+        }
+    }
+    /// Row `row`, of changed tick `tick`, leaves the table without another filling it (the
+    /// table's last rows).
+    void dropped(std::uint32_t row, std::uint64_t tick) noexcept {
+        if (valid && tick > epoch) unlist(row);
+    }
+    /// Moves the epoch to `to`: the rows no longer newer leave the list. O(count), or O(1)
+    /// when `newest`, a bound on every row's tick (`Column::changed_last`), is not newer.
+    void trim(std::uint64_t to, std::uint64_t newest) noexcept {
+        const bool back = to < epoch;
+        epoch = to;
+        if (back) valid = false;  // rows older than the old epoch were never listed
+        if (!valid) return;
+        if (newest <= to) {
+            count = 0;
+            return;
+        }
+        std::uint32_t* const r = rows();
+        std::uint32_t* const p = positions();
+        std::uint32_t kept = 0;
+        for (std::uint32_t i = 0; i < count; ++i) {
+            const std::uint32_t row = r[i];
+            if (ticks[row] <= to) continue;
+            r[kept] = row;
+            p[row] = kept++;
+        }
+        count = kept;
+    }
+    /// Lists again every row of [0, size) newer than the epoch, from the block bounds (which
+    /// follow `ticks`) and the row ticks: O(blocks + rows of the blocks with a change).
+    void rebuild(std::uint32_t size) noexcept {
+        count = 0;
+        valid = true;
+        const std::uint64_t* const bounds = ticks + capacity;
+        for (std::uint32_t first = 0; first < size; first += tick_block) {
+            if (bounds[first / tick_block] <= epoch) continue;
+            const std::uint32_t end = size - first < tick_block ? size : first + tick_block;
+            for (std::uint32_t row = first; row < end; ++row) {
+                if (ticks[row] <= epoch) continue;
+                rows()[count] = row;
+                positions()[row] = count++;
+            }
+        }
+    }
+};
+
 /// One component's values in an archetype (the hooks a row move needs are copied here from the
 /// `ComponentInfo`). Aligned to 16 so that its size (96) stays a multiple a row move indexes
 /// with shifts and adds, as the 80 bytes before `changed_last` did (88 would take a multiply
@@ -91,6 +235,10 @@ struct alignas(16) Column {
     /// bounds it may be above every row's (rows left). Mutable: the stamping paths are const
     /// (they write through the column's arrays). 0 until tracked.
     mutable std::uint64_t changed_last = 0;
+    /// The rows written since a replicator's epoch (see `RowLog`), or null: only the
+    /// components a `net::Replicator` replicates have one. (It fills what was padding: the
+    /// column stays 96 bytes.)
+    RowLog* log = nullptr;
 
     /// Moves the value at `src` into the uninitialised `dst` (a slot of this column), leaving
     /// `src` destroyed.
@@ -105,8 +253,15 @@ struct alignas(16) Column {
     [[nodiscard]] std::uint64_t changed_at(std::uint32_t row) const noexcept {
         return changed[row] > stamped ? changed[row] : stamped;
     }
-    /// Sets `row`'s changed tick (tick arrays must exist).
+    /// Sets `row`'s changed tick (tick arrays must exist), listing the row in the row log
+    /// when there is one.
     void set_changed(std::uint32_t row, std::uint64_t tick) const noexcept {
+        if (log != nullptr) [[unlikely]]
+            log->wrote(row, changed[row], tick);
+        put_changed(row, tick);
+    }
+    /// Sets `row`'s changed tick and raises the bounds; the row log is the caller's to keep.
+    void put_changed(std::uint32_t row, std::uint64_t tick) const noexcept {
         changed[row] = tick;
         raise_bound(changed_max[row / tick_block], tick);
         raise_bound(changed_last, tick);
@@ -116,10 +271,13 @@ struct alignas(16) Column {
         const std::uint64_t last = load_bound(changed_last);
         return last > stamped ? last : stamped;
     }
-    /// Sets `row`'s added and changed ticks: a new value (tick arrays must exist).
+    /// Sets `row`'s added and changed ticks: a new value, or a row new to the table (its old
+    /// tick means nothing). Tick arrays must exist.
     void set_added(std::uint32_t row, std::uint64_t tick) const noexcept {
         added[row] = tick;
-        set_changed(row, tick);
+        if (log != nullptr) [[unlikely]]
+            log->entered(row, tick);
+        put_changed(row, tick);
     }
     /// Raises the bounds of the blocks holding rows [first, last) to `tick` (after their ticks
     /// were written in bulk).
@@ -200,6 +358,7 @@ struct Archetype {
     /// constructor: `tracked || enableable || !bytewise`, kept with them.
     bool slow_rows = false;
     bool hooked = false;                ///< a despawn or remove here goes through the hooks
+    bool logged = false;                ///< some column has a row log (`RowLog`)
     Entity* entities = nullptr;         ///< the entity of each row
     std::pmr::vector<ComponentId> ids;  ///< sorted component set, tags included
     std::pmr::vector<Column> columns;   ///< non-tag components, in id order
@@ -225,5 +384,15 @@ struct Archetype {
     }
 };
 static_assert(sizeof(Archetype) % alignof(std::int32_t) == 0);
+
+/// Rows [first, end) of `a`, its last ones, leave the table without others filling them: they
+/// leave its row logs. Call before the rows go (it reads their ticks).
+inline void drop_logged_rows(const Archetype& a, std::uint32_t first, std::uint32_t end) noexcept {
+    for (const Column& c : a.columns) {
+        if (c.log == nullptr) continue;
+        for (std::uint32_t row = first; row < end; ++row) c.log->dropped(row, c.changed[row]);
+    }
+}
+static_assert(sizeof(Column) == 96, "a row move indexes columns with shifts and adds");
 
 }  // namespace tessera::detail

@@ -48,6 +48,14 @@ inline constexpr std::uint32_t no_index = 0xFFFFFFFFu;
 inline constexpr Column no_column{};
 
 /// Per world, per component: what this world knows of the type.
+/// Who asked for row logs of a component (`Core::log_rows`: its columns have a `RowLog`), or
+/// null, and the epoch a new column's log starts with. Kept beside `WorldComponent`, not in it,
+/// so the typed read path's stride stays the same.
+struct RowLogState {
+    const void* owner = nullptr;
+    std::uint64_t epoch = 0;
+};
+
 struct WorldComponent {
     const ComponentInfo* info = nullptr;  ///< null until the world first sees the type
     bool tracked = false;                 ///< tick arrays exist for this type
@@ -239,6 +247,20 @@ public:
     [[nodiscard]] bool tracked(ComponentId id) const noexcept {
         return id.value < components_.size() && components_[id.value].tracked;
     }
+    /// Row logs (detail/archetype.hpp `RowLog`, src/core_row_log.cpp) for the tracked `id`,
+    /// asked for by `owner` (a replicator): every column of `id`, now and later, lists its rows
+    /// written after `epoch`. Called again by the owner, rebuilds every log (after a restore).
+    /// False, changing nothing, when another owner has them. @throws bad_alloc (nothing
+    /// changed then).
+    bool log_rows(ComponentId id, const void* owner, std::uint64_t epoch);
+    /// Frees `id`'s row logs when `owner` has them.
+    void unlog_rows(ComponentId id, const void* owner) noexcept;
+    /// Moves the epoch of `id`'s row logs to `epoch` (rows no newer leave them). O(entries).
+    void trim_row_logs(ComponentId id, std::uint64_t epoch) noexcept;
+    /// The owner of `id`'s row logs, or null.
+    [[nodiscard]] const void* row_log_owner(ComponentId id) const noexcept {
+        return id.value < row_logs_.size() ? row_logs_[id.value].owner : nullptr;
+    }
 
     // ---- archetypes ----
     /// The archetype of exactly this set (sorted, unique ids), or null when none exists.
@@ -327,6 +349,23 @@ public:
     void reserve_spawn(Archetype& a, std::size_t n);
     /// Commits `n` rows whose values are constructed; returns their entities.
     std::span<const Entity> commit_spawn_many(Archetype& a, std::size_t n) noexcept;
+    /// Reserves entity slots for `n` more entities (no rows). May throw bad_alloc,
+    /// limit_exceeded.
+    void reserve_entities(std::size_t n) { reserve_records(n); }
+    /// The handles the next `out.size()` spawns will get, in order (the free list first).
+    /// Precondition: `reserve_entities(out.size())`. O(out.size()).
+    void next_entities(std::span<Entity> out) const noexcept {
+        std::uint32_t index = free_head_;
+        std::uint32_t fresh = record_count_;
+        for (Entity& e : out) {
+            if (index != no_index) {
+                e = Entity{index, record_data_[index].generation};
+                index = record_data_[index].row;
+            } else {
+                e = Entity{fresh++, 1};
+            }
+        }
+    }
     /// Destroys the entity's values and frees its record. False when `e` is not alive.
     bool despawn(Entity e) noexcept;
     /// Despawns the live entities of `es` (dead, null and repeated handles are skipped):
@@ -490,6 +529,10 @@ private:
     Archetype& create_archetype(std::span<const ComponentId> sorted_ids);
     void reserve_columns(WorldComponent& wc, std::size_t n);
     void grow(Archetype& a, std::size_t min_capacity);
+    /// Fills `log`, the row log of `c` for `cap` rows (`ticks` its changed ticks), from `c`'s
+    /// old one (of `size` rows), or starts it (core_row_log.cpp).
+    void grow_log(const Column& c, RowLog* log, std::uint32_t size, std::size_t cap,
+                  const std::uint64_t* ticks) const noexcept;
     void reserve_records(std::size_t n);
     std::uint32_t take_index() noexcept {
         if (free_head_ != no_index) {
@@ -565,6 +608,7 @@ private:
     std::size_t free_count_ = 0;
     std::size_t alive_ = 0;
     std::uint64_t tick_ = 1;
+    std::pmr::vector<RowLogState> row_logs_{mr_};  ///< by component id (`log_rows`)
 };
 
 /// A process-wide sequence number for a list of component types (used to cache the archetype

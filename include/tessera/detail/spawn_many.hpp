@@ -76,6 +76,45 @@ void check_spawn_many_init(std::tuple<Index, Ts...>*) noexcept {
                   "(storage_kind::sparse) to the new entities with World::add");
 }
 
+/// Value-initialises row `row` of `a` for `Us` (at `columns`, in order); when a constructor
+/// throws, the values of the row made before it are destroyed first.
+template <class... Us>
+void construct_row(Archetype& a, const std::int32_t* columns, std::uint32_t row) {
+    std::size_t made = 0;
+    try {
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+            ((std::is_empty_v<Us>
+                  ? void()
+                  : void(::new (static_cast<void*>(column_ptr<Us>(a, columns[K], row))) Us()),
+              ++made),
+             ...);
+        }
+        (std::index_sequence_for<Us...>{});
+    } catch (...) {
+        [&]<std::size_t... K>(std::index_sequence<K...>) {
+            (
+                [&] {
+                    if constexpr (!std::is_empty_v<Us>) {
+                        if (K < made) std::destroy_at(column_ptr<Us>(a, columns[K], row));
+                    }
+                }(),
+                ...);
+        }
+        (std::index_sequence_for<Us...>{});
+        throw;
+    }
+}
+
+template <class Args>
+struct spawn_many_required;
+template <class Index, class... Ts>
+struct spawn_many_required<std::tuple<Index, Ts...>> {
+    using type = required_extra_t<std::remove_cvref_t<Ts>...>;
+};
+/// The components a `spawn_many` whose `init` takes `Args` brings along.
+template <class Args>
+using spawn_many_required_t = typename spawn_many_required<Args>::type;
+
 /// `spawn_many` applied now: every row is constructed and initialised in the table's spare
 /// capacity while the world defers (so `init` may change the world: those changes queue), then
 /// all `n` are committed at once, their spawn observers fire, and what was queued is applied.
@@ -83,17 +122,20 @@ void check_spawn_many_init(std::tuple<Index, Ts...>*) noexcept {
 /// bad_alloc) destroys the rows and takes back what `init` queued, the entity index included.
 /// When `init` queued changes, a failure after the commit while they apply puts the world back
 /// (`SpawnRollback`).
-template <class Init, class Index, class... Ts>
+/// What the components require comes along: `Rs` (`required_extra_t`), value-initialised
+/// in each row before `init` runs.
+template <class Init, class Index, class... Ts, class... Rs>
 std::span<const Entity> spawn_many_now(Storage& s, std::size_t n, Init& init,
-                                       std::tuple<Index, Ts...>*) {
-    const std::array<ComponentId, sizeof...(Ts)> ids{component_id<std::remove_cvref_t<Ts>>()...};
+                                       std::tuple<Index, Ts...>*, type_list<Rs...>) {
+    const std::array<ComponentId, sizeof...(Ts) + sizeof...(Rs)> ids{
+        component_id<std::remove_cvref_t<Ts>>()..., component_id<Rs>()...};
     if (relation_only_v<Ts...> || s.relations() != nullptr) [[unlikely]]
         s.check_plain(ids, "World::spawn_many");
     // What an earlier failed flush left goes first, as in program order: the queue then holds
     // only this call's commands, which a failure takes back whole.
     if (!s.deferred().empty()) [[unlikely]]
         flush(s);
-    const auto bundle = s.bundle(bundle_id<std::remove_cvref_t<Ts>...>(), ids);
+    const auto bundle = s.bundle(bundle_id<std::remove_cvref_t<Ts>..., Rs...>(), ids);
     Archetype& a = *bundle.archetype;
     s.reserve_spawn(a, n);
     const std::uint32_t first = a.size;
@@ -109,11 +151,8 @@ std::span<const Entity> spawn_many_now(Storage& s, std::size_t n, Init& init,
                      ? column_ptr<std::remove_cvref_t<Ts>>(a, bundle.columns[I], first)
                      : nullptr)...};
             for (std::size_t i = 0; i < n; ++i) {
-                ((std::is_empty_v<std::remove_cvref_t<Ts>>
-                      ? void()
-                      : void(::new (static_cast<void*>(std::get<I>(cols) + i))
-                                 std::remove_cvref_t<Ts>())),
-                 ...);
+                construct_row<std::remove_cvref_t<Ts>..., Rs...>(
+                    a, bundle.columns, static_cast<std::uint32_t>(first + i));
                 constructed = i + 1;
                 init(static_cast<std::remove_cvref_t<Index>>(i), element(std::get<I>(cols), i)...);
             }
@@ -188,7 +227,8 @@ std::span<const Entity> World::spawn_many(std::size_t n, Init&& init) {
     const detail::EntryCheck entry(s);
     if (s.deferring()) [[unlikely]]
         return detail::spawn_many_deferred(*this, s, n, init, static_cast<Args*>(nullptr));
-    return detail::spawn_many_now(s, n, init, static_cast<Args*>(nullptr));
+    return detail::spawn_many_now(s, n, init, static_cast<Args*>(nullptr),
+                                  detail::spawn_many_required_t<Args>{});
 }
 
 }  // namespace tessera

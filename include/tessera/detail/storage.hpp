@@ -142,6 +142,30 @@ public:
         return static_cast<const StringTable*>(strings_.object);
     }
 
+    // ---- names (names.hpp): null until the first set_name ----
+    /// What the names module (names.cpp) is called on when an entity's first `ChildOf` parent
+    /// changes: `check` before a relate makes `parent` the first parent of `child` (throws
+    /// invalid_argument when a sibling there has `child`'s name), `moved` after any change of
+    /// it (relate, unrelate, a parent's despawn), which never allocates.
+    struct NameHooks {
+        void (*check)(const Storage& s, Entity child, Entity parent);
+        void (*moved)(Storage& s, Entity child) noexcept;
+    };
+    [[nodiscard]] void* names() const noexcept { return names_.object; }
+    /// Attaches `a` (the names index, which must be new) with its hooks.
+    void attach_names(Attachment a, const NameHooks* hooks) noexcept {
+        names_ = a;
+        name_hooks_ = hooks;
+    }
+    void check_name(Entity child, Entity parent) const {
+        if (names_.object != nullptr) [[unlikely]]
+            name_hooks_->check(*this, child, parent);
+    }
+    void name_moved(Entity child) noexcept {
+        if (names_.object != nullptr) [[unlikely]]
+            name_hooks_->moved(*this, child);
+    }
+
     // ---- one structural change at a time (checked while assertions are on: EntryCheck) ----
     /// Marks the calling thread as inside a structural call; false when it already was (a
     /// nested call: observers, flushes). Asserts when another thread is inside one.
@@ -162,10 +186,10 @@ public:
     void set_owner(World* w) noexcept { owner_ = w; }
 
     // ---- whole-world copies (clone, snapshot, restore, load) ----
-    /// `Core::copy_from`, plus copies of the relations and strings.
+    /// `Core::copy_from`, plus copies of the relations, strings and names.
     void copy_from(const Storage& src, const char* op);
-    /// `Core::swap_state`, with the relations and strings; observers, the owner and the command
-    /// queue stay.
+    /// `Core::swap_state`, with the relations, strings and names; observers, the owner and the
+    /// command queue stay.
     void swap_state(Storage& other) noexcept;
 
 private:
@@ -184,6 +208,8 @@ private:
     const Hooks* observer_hooks_ = nullptr;
     Attachment relations_;
     Attachment strings_;
+    Attachment names_;
+    const NameHooks* name_hooks_ = nullptr;
     World* owner_ = nullptr;
     std::atomic<const void*> entered_{nullptr};  ///< the thread inside a structural call
     std::uint32_t defer_depth_ = 0;

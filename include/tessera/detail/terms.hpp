@@ -67,12 +67,43 @@ struct term_traits<Entity> {
     using span = std::span<const Entity>;
 };
 
+/// Whether `Term` resolves its rows itself (traverse.hpp's `Up`): its traits then give `param`
+/// (what the callback takes), `column_id()` (the column it reads in the row's own table),
+/// `base(col, a, storage)`, `arg(base, i)`, `present(base, i)` and `skips` (a row for which
+/// `present` is false is not visited), and `pointer` and `span` as the others do.
+template <class Term>
+inline constexpr bool resolves_v = requires {
+    requires term_traits<Term>::resolves;
+};
+/// Whether `Term` skips rows (a required resolving term).
+template <class Term>
+inline constexpr bool skips_v = [] {
+    if constexpr (resolves_v<Term>)
+        return term_traits<Term>::skips;
+    else
+        return false;
+}();
+/// What a callback takes for `Term`: the term itself, or a resolving term's `param`.
+template <class Term>
+struct term_param_of {
+    using type = Term;
+};
+template <class Term>
+requires resolves_v<Term>
+struct term_param_of<Term> {
+    using type = typename term_traits<Term>::param;
+};
+template <class Term>
+using term_param_t = typename term_param_of<Term>::type;
+
 /// The component whose column a term reads (`QueryState::set_terms`): an id no component has
 /// for `Entity` and tags (they read none).
 template <class Term>
 ComponentId term_column_id() noexcept {
     using Tr = term_traits<Term>;
-    if constexpr (Tr::entity) {
+    if constexpr (resolves_v<Term>) {
+        return Tr::column_id();
+    } else if constexpr (Tr::entity) {
         return ComponentId{};
     } else if constexpr (std::is_empty_v<typename Tr::component>) {
         return ComponentId{};
@@ -83,21 +114,27 @@ ComponentId term_column_id() noexcept {
 
 /// What a term reads from `a`, whose column of the term's component is `col` (`no_column`
 /// when absent): the column's base pointer (null for an absent optional term), or for
-/// `Mut<T>` the column and its ticks, with `tick` for the writes.
+/// `Mut<T>` the column and its ticks, with `tick` for the writes (a resolving term: its base,
+/// given `storage`).
 template <class Term>
 typename term_traits<Term>::pointer term_base([[maybe_unused]] const Column& col,
                                               const Archetype& a,
-                                              [[maybe_unused]] std::uint64_t tick) noexcept {
+                                              [[maybe_unused]] std::uint64_t tick,
+                                              [[maybe_unused]] const Storage* storage) noexcept {
     using Tr = term_traits<Term>;
-    if constexpr (Tr::entity) {
+    if constexpr (resolves_v<Term>) {
+        return Tr::base(col, a, *storage);
+    } else if constexpr (Tr::entity) {
         return a.entities;
     } else if constexpr (std::is_empty_v<typename Tr::component>) {
         // A tag has no values: every row refers to one shared stand-in value.
         static typename Tr::component tag{};
         return a.contains(component_id<typename Tr::component>()) ? &tag : nullptr;
     } else if constexpr (is_mut_term_v<Term>) {
-        return {reinterpret_cast<typename Tr::component*>(col.data), col.changed, col.changed_max,
-                tick, &col.changed_last};
+        typename Tr::pointer base{reinterpret_cast<typename Tr::component*>(col.data), col.changed,
+                                  col.changed_max, tick, &col.changed_last};
+        base.log = col.log;
+        return base;
     } else {
         return reinterpret_cast<typename Tr::pointer>(col.data);
     }
@@ -107,7 +144,9 @@ typename term_traits<Term>::pointer term_base([[maybe_unused]] const Column& col
 template <class Term>
 decltype(auto) term_arg(const typename term_traits<Term>::pointer& base, std::size_t i) noexcept {
     using Tr = term_traits<Term>;
-    if constexpr (Tr::entity) {
+    if constexpr (resolves_v<Term>) {
+        return Tr::arg(base, i);
+    } else if constexpr (Tr::entity) {
         return base[i];
     } else if constexpr (is_mut_term_v<Term>) {
         return Term(base, i);
@@ -121,6 +160,16 @@ decltype(auto) term_arg(const typename term_traits<Term>::pointer& base, std::si
     } else {
         return base == nullptr ? base : base + i;
     }
+}
+
+/// Whether row `i` is visited as far as `Term` goes (false only for a skipping term's row).
+template <class Term>
+bool term_present([[maybe_unused]] const typename term_traits<Term>::pointer& base,
+                  [[maybe_unused]] std::size_t i) noexcept {
+    if constexpr (skips_v<Term>)
+        return term_traits<Term>::present(base, i);
+    else
+        return true;
 }
 
 /// Stamps the changed ticks of every row of `a` for each `T&`/`T*` term (not `Mut<T>`).
@@ -142,7 +191,7 @@ void stamp_written(Archetype& a, std::uint64_t tick) noexcept {
 template <class Term>
 const std::uint8_t* term_flags(const Archetype& a) noexcept {
     using Tr = term_traits<Term>;
-    if constexpr (Tr::entity) {
+    if constexpr (Tr::entity || resolves_v<Term>) {
         return nullptr;
     } else if constexpr (!enableable_v<typename Tr::component>) {
         return nullptr;
@@ -154,6 +203,6 @@ const std::uint8_t* term_flags(const Archetype& a) noexcept {
 
 /// Whether `F` takes a leading `Entity` before the terms.
 template <class F, class... Terms>
-inline constexpr bool takes_entity_v = std::is_invocable_v<F&, Entity, Terms...>;
+inline constexpr bool takes_entity_v = std::is_invocable_v<F&, Entity, term_param_t<Terms>...>;
 
 }  // namespace tessera::detail

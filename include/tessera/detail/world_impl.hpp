@@ -191,7 +191,12 @@ requires(sizeof...(Ts) > 0) Entity World::spawn(Ts&&... components) {
     static_assert(detail::components_v<Ts...>, TESSERA_COMPONENT_REQUIREMENT);
     static_assert(detail::unique_types_v<std::remove_cvref_t<Ts>...>,
                   "tessera: World::spawn got the same component type twice");
-    if constexpr (!detail::nothrow_forward_v<Ts...>) {
+    if constexpr (detail::brings_required_v<std::remove_cvref_t<Ts>...>) {
+        // What the types require comes along, value-initialised, in the same spawn.
+        return [&]<class... Rs>(type_list<Rs...>) {
+            return spawn(std::forward<Ts>(components)..., Rs{}...);
+        }(detail::required_extra_t<std::remove_cvref_t<Ts>...>{});
+    } else if constexpr (!detail::nothrow_forward_v<Ts...>) {
         return spawn(std::remove_cvref_t<Ts>(std::forward<Ts>(components))...);
     } else {
         const detail::EntryCheck entry(*storage_);
@@ -227,6 +232,36 @@ requires(sizeof...(Ts) > 0) Entity World::spawn(Ts&&... components) {
 }
 
 namespace detail {
+/// Uninitialised storage for one `U` (a byte for a tag, which has no value).
+template <class U>
+struct ValueSlot {
+    alignas(U) std::byte bytes[std::is_empty_v<U> ? 1 : sizeof(U)];
+};
+
+/// `add` of components that bring required ones along: the values go to `apply_add`, which
+/// adds the missing requirements in the same move (it reads the entity's archetype now).
+template <class... Ts>
+[[gnu::noinline]] void add_bringing_required(Storage& s, Entity e, std::span<const ComponentId> ids,
+                                             Ts&&... components) {
+    std::tuple<ValueSlot<std::remove_cvref_t<Ts>>...> slots;
+    std::byte* values[sizeof...(Ts)];
+    bool consumed = false;  // the values are in the table (an observer may throw later)
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+        ((values[I] = std::is_empty_v<std::remove_cvref_t<Ts>> ? nullptr : std::get<I>(slots).bytes,
+          construct_new<std::remove_cvref_t<Ts>>(values[I], std::forward<Ts>(components))),
+         ...);
+        try {
+            apply_add(s, e, ids, values, "World::add",
+                      {[](void* flag) noexcept { *static_cast<bool*>(flag) = true; }, &consumed});
+        } catch (...) {
+            if (!consumed)
+                (std::destroy_at(reinterpret_cast<std::remove_cvref_t<Ts>*>(values[I])), ...);
+            throw;
+        }
+    }
+    (std::index_sequence_for<Ts...>{});
+}
+
 /// Adds (or replaces) the components on `e` in one move; `existed[i]` tells which were there.
 template <class... Ts>
 [[gnu::always_inline]] inline void add_now(Storage& s, Entity e, std::span<const ComponentId> ids,
@@ -254,7 +289,8 @@ requires(sizeof...(Ts) > 0) inline void World::add(Entity e, Ts&&... components)
     static_assert(detail::unique_types_v<std::remove_cvref_t<Ts>...>,
                   "tessera: World::add got the same component type twice");
     if constexpr (sizeof...(Ts) == 1 && detail::nothrow_forward_v<Ts...> &&
-                  detail::any_sparse_v<Ts...>) {
+                  detail::any_sparse_v<Ts...> &&
+                  !detail::brings_required_v<std::remove_cvref_t<Ts>...>) {
         // A new sparse component: an insert into its set, no row moves.
         const detail::EntryCheck entry(*storage_);
         if ((detail::sparse_add_fast<std::remove_cvref_t<Ts>>(*storage_, e,
@@ -263,7 +299,8 @@ requires(sizeof...(Ts) > 0) inline void World::add(Entity e, Ts&&... components)
             return;
         }
     } else if constexpr (sizeof...(Ts) == 1 && detail::nothrow_forward_v<Ts...> &&
-                         !detail::relation_only_v<Ts...>) {
+                         !detail::relation_only_v<Ts...> &&
+                         !detail::brings_required_v<std::remove_cvref_t<Ts>...>) {
         // The common case inline, everything else out of line: a new component on a live
         // entity, nothing deferring or hooked, the table move cached (`Core::add_bytes`).
         detail::Storage& s = *storage_;
@@ -303,6 +340,10 @@ template <class... Ts>
         }
         const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
         detail::Storage& s = *storage_;
+        if constexpr (detail::brings_required_v<std::remove_cvref_t<Ts>...>) {
+            detail::add_bringing_required(s, e, ids, std::forward<Ts>(components)...);
+            return;
+        }
         if constexpr (detail::relation_only_v<Ts...>) s.check_plain(ids, "World::add");
         if (s.hooked(ids)) [[unlikely]] {
             add_notifying(e, ids, std::forward<Ts>(components)...);
@@ -427,7 +468,8 @@ void World::emplace(Entity e, Args&&... args) {
                   "tessera: World::emplace<T>(e, args...) needs a T constructible from args "
                   "(or an aggregate initialisable from them)");
     const ComponentId id = component_id<T>();
-    if constexpr (detail::nothrow_emplaceable_v<T, Args&&...> && !detail::relation_only_v<T>) {
+    if constexpr (detail::nothrow_emplaceable_v<T, Args&&...> && !detail::relation_only_v<T> &&
+                  !detail::brings_required_v<T>) {
         detail::Storage& s = *storage_;
         const detail::EntryCheck entry(s);
         if (!s.deferring() && !s.hooked(id)) [[likely]] {

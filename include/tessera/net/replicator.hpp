@@ -17,11 +17,13 @@
 /// field layout.
 ///
 /// **Cost.** Changed values are found from change ticks (the Replicator turns tracking on for
-/// its components): a table with nothing newer than the baseline is skipped in O(1), inside a
-/// table only the 16-row blocks whose bound is newer are read. Structural events that leave no
-/// tick (removals, despawns, tags added) go to a log, kept only as long as a client that may
-/// still acknowledge needs it, and visibility changes to a per-client log: a delta is
-/// O(tables + changes), never a scan of every entity. A full state is O(entities).
+/// its components): a table with nothing newer than the baseline is skipped in O(1); inside a
+/// table each replicated column lists the rows written since the oldest baseline a client may
+/// still build on (a row log, kept by the world's writes and row moves), so a delta visits the
+/// changed rows only (or, when they are many, the 16-row blocks whose tick bound is newer).
+/// Structural events that leave no tick (removals, despawns, tags added) go to a log, kept only as
+/// long as a client that may still acknowledge needs it, and visibility changes to a per-client
+/// log: a delta is O(tables + changes), never a scan of every entity. A full state is O(entities).
 #pragma once
 
 #include <tessera/component.hpp>
