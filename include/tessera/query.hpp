@@ -389,7 +389,7 @@ public:
         if (sparse_run()) [[unlikely]] {
             detail::DeferScope defer(s, state_.owns_world());
             state_.begin_run();
-            run_sparse<Visit::call, with_entity>(fn, nullptr);
+            run_sparse<detail::SparseVisit::call, with_entity>(fn, nullptr);
             state_.end_run();
             defer.close();
             return;
@@ -443,7 +443,7 @@ public:
             detail::DeferScope defer(s, state_.owns_world());
             detail::ParallelScope parallel(s, state_.owns_world());
             state_.begin_run();
-            run_sparse<Visit::call, with_entity>(fn, nullptr);
+            run_sparse<detail::SparseVisit::call, with_entity>(fn, nullptr);
             state_.end_run();
             parallel.close();
             defer.close();
@@ -647,7 +647,7 @@ public:
         if (!state_.attached()) return 0;  // an empty query matches nothing
         if (sparse_run()) [[unlikely]] {  // the entities that have its sparse components
             const auto none = [](auto&&...) {};
-            return run_sparse<Visit::count, false>(none, nullptr);
+            return run_sparse<detail::SparseVisit::count, false>(none, nullptr);
         }
         std::size_t n = 0;
         detail::Storage& s = state_.storage();
@@ -717,208 +717,13 @@ private:
     /// Whether runs take the sparse path: a term, `with`, `without` or filter names a sparse
     /// component.
     [[nodiscard]] bool sparse_run() const noexcept { return sparse_terms || state_.sparse(); }
-    enum class Visit { call, count, collect };
-
-    /// Visits the matching rows as `each` does (`Visit::call`; the caller begins and ends the
-    /// run), counts the entities that have the sparse components (`count`: no filters, no
-    /// flags), or appends the rows `each` would visit to `out` (`collect`). Driven by the
-    /// smaller side: the smallest required set, when it holds no more entities than the matched
-    /// tables hold rows, else the tables. Returns the rows visited.
-    template <Visit Mode, bool WithEntity, class F>
+    template <class>
+    friend struct detail::SparseRun;
+    /// The sparse run (detail/sparse_query.hpp): visits the rows `each` visits (`call`),
+    /// counts (`count`) or collects (`collect`) them.
+    template <detail::SparseVisit Mode, bool WithEntity, class F>
     std::size_t run_sparse(F& fn, std::pmr::vector<Entity>* out) {
-        detail::Storage& s = state_.storage();
-        const std::span<const std::uint32_t> matched = state_.update();
-        const std::uint64_t tick = state_.write_tick();
-        detail::SparseSet* const sets[] = {detail::term_set<Terms>(s)..., nullptr};
-        const detail::SparseSet* driver = nullptr;
-        for (const ComponentId id : state_.sparse_all()) {
-            const detail::SparseSet* set = s.sparse(id);
-            if (set == nullptr) return 0;  // the world never had it: no entity has it
-            if (driver == nullptr || set->size() < driver->size()) driver = set;
-        }
-        if constexpr (set_walk) {
-            // One sparse term and nothing else to check, every table matched: its dense arrays.
-            if (state_.sparse_all().size() == 1 && state_.sparse_none().empty() &&
-                state_.filters().empty() && state_.gates().empty() &&
-                matched.size() + 2 == s.archetype_end()) {
-                return walk_set<Mode, WithEntity>(fn, sets, tick, out,
-                                                  std::index_sequence_for<Terms...>{});
-            }
-        }
-        std::size_t table_rows = 0;
-        for (const std::uint32_t index : matched) table_rows += s.archetype(index).size;
-        std::size_t visited = 0;
-        const auto visit = [&](Entity e, detail::Archetype& a, std::uint32_t row,
-                               const detail::Column* const* cols, std::uint32_t driver_row) {
-            if (visit_row<Mode, WithEntity>(fn, s, sets, driver, driver_row, e, a, row, cols,
-                                            tick, out)) {
-                ++visited;
-            }
-        };
-        if (driver != nullptr && driver->size() <= table_rows) {
-            // The set's dense rows, each entity's table looked up (its position in `matched`).
-            slots_.assign(s.archetype_end(), -1);
-            for (std::size_t k = 0; k < matched.size(); ++k)
-                slots_[matched[k]] = static_cast<std::int32_t>(k);
-            const detail::EntityRecord* records = s.records();
-            for (std::uint32_t d = 0; d < driver->size(); ++d) {
-                const Entity e = driver->entities()[d];
-                const detail::EntityRecord& r = records[e.index];  // sets hold live entities
-                const std::int32_t k = slots_[r.archetype];
-                if (k < 0) continue;
-                visit(e, s.archetype(r.archetype), r.row,
-                      state_.columns(static_cast<std::size_t>(k)), d);
-            }
-        } else {
-            for (std::size_t k = 0; k < matched.size(); ++k) {
-                detail::Archetype& a = s.archetype(matched[k]);
-                for (std::uint32_t row = 0; row < a.size; ++row)
-                    visit(a.entities[row], a, row, state_.columns(k), detail::SparseSet::no_row);
-            }
-        }
-        return visited;
-    }
-
-    /// One row of a sparse run (see `run_sparse`); false when it does not match.
-    template <Visit Mode, bool WithEntity, class F>
-    bool visit_row(F& fn, const detail::Storage& s, detail::SparseSet* const* sets,
-                   const detail::SparseSet* driver, std::uint32_t driver_row, Entity e,
-                   detail::Archetype& a, std::uint32_t row, const detail::Column* const* cols,
-                   std::uint64_t tick, std::pmr::vector<Entity>* out) {
-        using Seq = std::index_sequence_for<Terms...>;
-        constexpr std::uint32_t absent = detail::SparseSet::no_row;
-        std::uint32_t rows[sizeof...(Terms) + 1] = {};
-        const bool terms_found = [&]<std::size_t... I>(std::index_sequence<I...>) {
-            return ((rows[I] = sets[I] == nullptr ? absent
-                               : sets[I] == driver ? driver_row != absent ? driver_row
-                                                                          : sets[I]->find(e)
-                                                   : sets[I]->find(e),
-                     !(detail::sparse_term_v<Terms> && detail::term_traits<Terms>::required &&
-                       rows[I] == absent)) &&
-                    ...);
-        }(Seq{});
-        if (!terms_found) return false;
-        for (const ComponentId id : state_.sparse_all()) {
-            const detail::SparseSet* set = s.sparse(id);
-            if (set == driver && driver_row != absent) continue;
-            if (!set->contains(e)) return false;
-        }
-        for (const ComponentId id : state_.sparse_none()) {
-            const detail::SparseSet* set = s.sparse(id);
-            if (set != nullptr && set->contains(e)) return false;
-        }
-        if constexpr (Mode != Visit::count) {
-            if (a.enableable) {
-                const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
-                if (!(enabled_row(flags, row) && state_.gates_pass(a, row))) return false;
-            }
-            const bool off = [&]<std::size_t... I>(std::index_sequence<I...>) {
-                return (detail::sparse_disabled<Terms>(sets[I], rows[I]) || ...);
-            }(Seq{});
-            if (off) return false;
-            for (const ComponentId id : state_.gates()) {
-                const detail::SparseSet* set = s.sparse(id);
-                if (set == nullptr) continue;
-                const std::uint32_t r = set->find(e);
-                if (r != absent && set->enabled()[r] == 0) return false;
-            }
-            if (!state_.filters().empty()) {
-                if (!state_.passes(a, row)) return false;  // the table components' filters
-                for (const detail::ChangeFilter& f : state_.filters()) {
-                    if (!f.sparse) continue;
-                    const detail::SparseSet* set = s.sparse(f.id);
-                    const std::uint32_t r = set->find(e);
-                    const std::uint64_t t = f.added ? set->added()[r] : set->changed()[r];
-                    if (t <= state_.since(f)) return false;
-                }
-            }
-        }
-        if constexpr (Mode == Visit::collect) out->push_back(e);
-        if constexpr (Mode == Visit::call) {
-            stamp_row(a, row, tick);  // the table terms
-            [&]<std::size_t... I>(std::index_sequence<I...>) {
-                (
-                    [&] {
-                        if constexpr (detail::sparse_term_v<Terms> &&
-                                      detail::term_traits<Terms>::stamps) {
-                            if (rows[I] != absent) sets[I]->stamp_changed(rows[I], tick);
-                        }
-                    }(),
-                    ...);
-                if constexpr (WithEntity) {
-                    fn(e, sparse_or_table_arg<Terms>(sets[I], rows[I], *cols[I], a, row, tick)...);
-                } else {
-                    fn(sparse_or_table_arg<Terms>(sets[I], rows[I], *cols[I], a, row, tick)...);
-                }
-            }(Seq{});
-        }
-        return true;
-    }
-
-    /// Whether the query is one required sparse term (not enableable), perhaps with `Entity`.
-    static constexpr bool set_walk =
-        ((detail::term_traits<Terms>::entity ? 0 : 1) + ... + 0) == 1 &&
-        ((detail::sparse_term_v<Terms> && detail::term_traits<Terms>::required &&
-          !detail::enableable_v<typename detail::term_traits<Terms>::component>) ||
-         ...);
-
-    /// `run_sparse` of a `set_walk` query whose tables all match: the set's dense rows in
-    /// order, the values as a plain array (a written term's ticks stamped in one fill).
-    template <Visit Mode, bool WithEntity, class F, std::size_t... I>
-    std::size_t walk_set(F& fn, detail::SparseSet* const* sets, std::uint64_t tick,
-                         std::pmr::vector<Entity>* out, std::index_sequence<I...>) {
-        detail::SparseSet* set = nullptr;
-        ((set = detail::sparse_term_v<Terms> ? sets[I] : set), ...);
-        const std::uint32_t n = set->size();
-        const Entity* const entities = set->entities();
-        if constexpr (Mode == Visit::collect) out->insert(out->end(), entities, entities + n);
-        if constexpr (Mode == Visit::call) {
-            constexpr bool stamps = ((detail::sparse_term_v<Terms> &&
-                                      detail::term_traits<Terms>::stamps) ||
-                                     ...);
-            if constexpr (stamps) {
-                if (std::uint64_t* const ticks = set->changed()) {
-                    for (std::uint32_t d = 0; d < n; ++d) ticks[d] = tick;
-                }
-            }
-            std::byte* const data = set->data();
-            for (std::uint32_t d = 0; d < n; ++d) {
-                if constexpr (WithEntity)
-                    fn(entities[d], walk_arg<Terms>(set, data, entities, d, tick)...);
-                else
-                    fn(walk_arg<Terms>(set, data, entities, d, tick)...);
-            }
-        }
-        return n;
-    }
-    template <class Term>
-    static decltype(auto) walk_arg(detail::SparseSet* set, std::byte* data,
-                                   const Entity* entities, std::uint32_t d,
-                                   std::uint64_t tick) noexcept {
-        using Tr = detail::term_traits<Term>;
-        if constexpr (Tr::entity) {
-            return entities[d];
-        } else if constexpr (detail::is_mut_term_v<Term> ||
-                             std::is_empty_v<typename Tr::component>) {
-            return detail::sparse_term_arg<Term>(set, d, tick);
-        } else {
-            return reinterpret_cast<typename Tr::pointer>(data)[d];
-        }
-    }
-
-    template <class Term>
-    static decltype(auto) sparse_or_table_arg(detail::SparseSet* set, std::uint32_t set_row,
-                                              const detail::Column& col, detail::Archetype& a,
-                                              std::uint32_t row, std::uint64_t tick) noexcept {
-        if constexpr (detail::sparse_term_v<Term>) {
-            return detail::sparse_term_arg<Term>(set, set_row, tick);
-        } else if constexpr (std::is_pointer_v<Term>) {
-            // By value: term_arg may give back its (here temporary) base for an optional tag.
-            const auto base = detail::term_base<Term>(col, a, tick);
-            return typename detail::term_traits<Term>::pointer(detail::term_arg<Term>(base, row));
-        } else {
-            return detail::term_arg<Term>(detail::term_base<Term>(col, a, tick), row);
-        }
+        return detail::SparseRun<Query>::template run<Mode, WithEntity>(*this, fn, out);
     }
 
     template <class T>
@@ -1145,7 +950,7 @@ std::size_t World::despawn_all(Query<Terms...>& query) {
         std::pmr::vector<Entity> doomed(storage_->resource());
         state.begin_run();
         const auto none = [](auto&&...) {};
-        query.template run_sparse<Query<Terms...>::Visit::collect, false>(none, &doomed);
+        query.template run_sparse<detail::SparseVisit::collect, false>(none, &doomed);
         return detail::despawn_run(*this, state, doomed);
     }
     const std::span<const std::uint32_t> matched = state.update();
