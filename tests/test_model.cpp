@@ -360,7 +360,7 @@ private:
     /// What the world brings along with components `added` (the traits above): each
     /// requirement the row lacks, value-initialised and stamped added.
     void bring_required(Row& row, std::initializer_list<std::size_t> added) {
-        constexpr std::size_t kC1 = 0, kC12 = 3, kTagB = 11;
+        constexpr std::size_t kC1 = 0, kC12 = 3, kTagB = 13;
         for (const std::size_t i : added) {
             if (i == kC12 && !std::get<kTagB>(row.values)) std::get<kTagB>(row.values) = TagB{};
             if ((i == kC12 || i == kTagB) && !std::get<kC1>(row.values)) {

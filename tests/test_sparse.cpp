@@ -5,6 +5,8 @@
 #include <tessera/serialize.hpp>
 #include <tessera/tessera.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -562,7 +564,9 @@ TEST(SparseObservers, AddSetRemoveFireAsForTableComponents) {
     const auto note = [&](const char* what) {
         return [&log, what](ts::World& world, ts::Entity e) {
             log.push_back(std::string(what) + ":" + std::to_string(e.index));
-            if (std::string(what) == "remove") EXPECT_TRUE(world.has<Buff>(e));  // still readable
+            if (std::string(what) == "remove") {
+                EXPECT_TRUE(world.has<Buff>(e));  // still readable
+            }
         };
     };
     ts::Observer a = w.on_add<Buff>(note("add"));
