@@ -57,6 +57,10 @@ struct Rel {
 };
 }  // namespace sparse_test
 
+// Field metadata: state_hash and the formats read values through it.
+TESSERA_REFLECT(sparse_test::Pos, x, y)
+TESSERA_REFLECT(sparse_test::Buff, power)
+
 template <>
 struct tessera::component_traits<sparse_test::Buff> {
     static constexpr auto storage = tessera::storage_kind::sparse;
