@@ -2,6 +2,7 @@
 // the archetype tables, structural calls that split them off, reads and writes, despawn,
 // deferral and commands, clone and snapshots, and a model-based randomized test against a
 // std::map reference.
+#include <tessera/prefab.hpp>
 #include <tessera/serialize.hpp>
 #include <tessera/tessera.hpp>
 
@@ -18,8 +19,8 @@
 #include <random>
 #include <set>
 #include <span>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -349,7 +350,6 @@ TEST(Sparse, CloneAndSnapshotsCopyTheSets) {
     EXPECT_EQ(w.count(), 2u);
 }
 
-
 // ---- queries ----
 
 TEST(SparseQuery, VisitsOnlyEntitiesThatHaveTheSparseTerm) {
@@ -459,9 +459,8 @@ TEST(SparseQuery, ChangeFiltersAndStamps) {
     w.advance_tick();
     w.set(a, Buff{9});
     got.clear();
-    w.query<const Pos&>().changed_since<Buff>(t).each([&](ts::Entity e, const Pos&) {
-        got.push_back(e);
-    });
+    w.query<const Pos&>().changed_since<Buff>(t).each(
+        [&](ts::Entity e, const Pos&) { got.push_back(e); });
     EXPECT_EQ(got, std::vector<ts::Entity>{a});
 }
 
@@ -521,17 +520,30 @@ TEST(SparseQuery, RandomQueriesMatchAReference) {
             ref[e] = {false, std::nullopt, false};
             continue;
         }
-        const ts::Entity e = live[std::uniform_int_distribution<std::size_t>(0, live.size() - 1)(rng)];
+        const ts::Entity e =
+            live[std::uniform_int_distribution<std::size_t>(0, live.size() - 1)(rng)];
         auto& [pos, buff, marked] = ref[e];
         switch (op) {
-            case 1: w.add(e, Buff{step}); buff = step; break;
-            case 2: w.remove<Buff>(e); buff.reset(); break;
+            case 1:
+                w.add(e, Buff{step});
+                buff = step;
+                break;
+            case 2:
+                w.remove<Buff>(e);
+                buff.reset();
+                break;
             case 3:
-                if (pos) w.remove<Pos>(e); else w.add(e, Pos{});
+                if (pos)
+                    w.remove<Pos>(e);
+                else
+                    w.add(e, Pos{});
                 pos = !pos;
                 break;
             case 4:
-                if (marked) w.remove<Marked>(e); else w.add<Marked>(e);
+                if (marked)
+                    w.remove<Marked>(e);
+                else
+                    w.add<Marked>(e);
                 marked = !marked;
                 break;
             case 5:
@@ -548,17 +560,14 @@ TEST(SparseQuery, RandomQueriesMatchAReference) {
             if (std::get<0>(v) && std::get<1>(v)) expect_pb[x] = *std::get<1>(v);
             if (std::get<2>(v) && !std::get<1>(v)) expect_m.insert(x);
         }
-        w.query<const Pos&, const Buff&>().each([&](ts::Entity x, const Pos&, const Buff& b) {
-            got_pb[x] = b.power;
-        });
-        w.query<const Marked&>().without<Buff>().each([&](ts::Entity x, const Marked&) {
-            got_m.insert(x);
-        });
+        w.query<const Pos&, const Buff&>().each(
+            [&](ts::Entity x, const Pos&, const Buff& b) { got_pb[x] = b.power; });
+        w.query<const Marked&>().without<Buff>().each(
+            [&](ts::Entity x, const Marked&) { got_m.insert(x); });
         ASSERT_EQ(got_pb, expect_pb);
         ASSERT_EQ(got_m, expect_m);
     }
 }
-
 
 // ---- observers ----
 
@@ -577,11 +586,11 @@ TEST(SparseObservers, AddSetRemoveFireAsForTableComponents) {
     ts::Observer st = w.on_set<Buff>(note("set"));
     ts::Observer r = w.on_remove<Buff>(note("remove"));
     const ts::Entity e = w.spawn(Pos{});
-    w.add(e, Buff{1});           // add
-    w.add(e, Buff{2});           // replace: set
-    w.set(e, Buff{3});           // set
+    w.add(e, Buff{1});  // add
+    w.add(e, Buff{2});  // replace: set
+    w.set(e, Buff{3});  // set
     w.get_mut<Buff>(e).power = 4;
-    w.modified<Buff>(e);         // set
+    w.modified<Buff>(e);             // set
     EXPECT_TRUE(w.remove<Buff>(e));  // remove
     EXPECT_FALSE(w.remove<Buff>(e));
     const ts::Entity f = w.spawn(Pos{}, Buff{5});  // add at spawn
@@ -722,6 +731,89 @@ TEST(SparseFaults, AddRemoveSpawnDespawnAreAllOrNothing) {
     // These need no allocation here: they must simply work (and leave nothing behind).
     sweep(small_world, [](ts::World& w, auto& es) { (void)w.remove<Pos, Buff>(es[2]); });
     sweep(small_world, [](ts::World& w, auto& es) { w.despawn(es[4]); });
+}
+
+// ---- prefabs ----
+
+TEST(SparsePrefab, InstancesCopyThePrefabsSparseComponents) {
+    ts::World w;
+    const ts::Entity p = w.prefab(Pos{1, 2}, Buff{7}, Name{"orc"}, Marked{});
+    const auto table = w.archetype_of(p);
+    const ts::Entity a = w.instantiate(p);
+    EXPECT_EQ(w.get<Pos>(a), (Pos{1, 2}));
+    EXPECT_EQ(w.get<Buff>(a).power, 7);
+    EXPECT_EQ(w.get<Name>(a).s, "orc");  // copy-constructed (a heap value)
+    EXPECT_TRUE(w.has<Marked>(a));
+    EXPECT_NE(w.archetype_of(a).index, table.index);  // IsA, no Prefab
+    EXPECT_EQ(w.added_tick<Buff>(a), w.tick());
+    // Many instances, each its own copy; the prefab keeps its values.
+    const auto span = w.instantiate_many(p, 5);
+    const std::vector<ts::Entity> many(span.begin(), span.end());
+    w.get_mut<Name>(many[2]).s = "boss";
+    for (std::size_t i = 0; i < many.size(); ++i) {
+        EXPECT_EQ(w.get<Buff>(many[i]).power, 7);
+        EXPECT_EQ(w.get<Name>(many[i]).s, i == 2 ? "boss" : "orc");
+        EXPECT_EQ(w.prefab_of(many[i]), p);
+    }
+    EXPECT_EQ(w.get<Name>(p).s, "orc");
+    // Queries see the instances (not the prefab), through the sparse term.
+    int n = 0;
+    w.query<const Buff&>().each([&](ts::Entity e, const Buff& b) {
+        EXPECT_NE(e, p);
+        EXPECT_EQ(b.power, 7);
+        ++n;
+    });
+    EXPECT_EQ(n, 6);
+    w.despawn(a);
+    EXPECT_TRUE(w.has<Buff>(p));
+}
+
+TEST(SparsePrefab, SparseOverridesReplaceOrAdd) {
+    ts::World w;
+    const ts::Entity p = w.prefab(Pos{1, 2}, Buff{7});
+    const ts::Entity a = w.instantiate(p, Buff{9});        // replaces the copied one
+    const ts::Entity b = w.instantiate(p, Name{"extra"});  // adds one the prefab lacks
+    const ts::Entity c = w.instantiate(p, Pos{5, 5}, Marked{}, Buff{1});
+    EXPECT_EQ(w.get<Buff>(a).power, 9);
+    EXPECT_FALSE(w.has<Name>(a));
+    EXPECT_EQ(w.get<Buff>(b).power, 7);
+    EXPECT_EQ(w.get<Name>(b).s, "extra");
+    EXPECT_EQ(w.get<Pos>(c), (Pos{5, 5}));
+    EXPECT_TRUE(w.has<Marked>(c));
+    EXPECT_EQ(w.get<Buff>(c).power, 1);
+    EXPECT_FALSE(w.has<Name>(p));
+    EXPECT_EQ(w.get<Buff>(p).power, 7);
+}
+
+TEST(SparsePrefab, ChildPrefabsDeferralAndObservers) {
+    ts::World w;
+    const ts::Entity orc = w.prefab(Pos{}, Buff{3});
+    const ts::Entity sword = w.prefab(Vel{1, 1}, Name{"sword"}, Buff{4});
+    w.relate(sword, ts::ChildOf{}, orc);
+    std::vector<std::int32_t> added;
+    const ts::Observer o = w.on_add<Buff>(
+        [&](ts::World& world, ts::Entity e) { added.push_back(world.get<Buff>(e).power); });
+    const auto roots = w.instantiate_many(orc, 2);
+    const std::vector<ts::Entity> made(roots.begin(), roots.end());
+    std::sort(added.begin(), added.end());
+    EXPECT_EQ(added, (std::vector<std::int32_t>{3, 3, 4, 4}));
+    int swords = 0;
+    w.query<const Name&, const Vel&>().each([&](ts::Entity e, const Name& nm, const Vel&) {
+        if (w.prefab_of(e) != sword) return;
+        EXPECT_EQ(nm.s, "sword");
+        EXPECT_EQ(w.get<Buff>(e).power, 4);
+        ++swords;
+    });
+    EXPECT_EQ(swords, 2);
+    // Deferred: queued, copied at the flush.
+    added.clear();
+    w.defer_begin();
+    const ts::Entity d = w.instantiate(orc, Name{"late"});
+    EXPECT_FALSE(w.has<Buff>(d));
+    w.defer_end();
+    EXPECT_EQ(w.get<Buff>(d).power, 3);
+    EXPECT_EQ(w.get<Name>(d).s, "late");
+    EXPECT_EQ(added.size(), 2u);  // the root and its sword
 }
 
 // ---- model-based: random operations against a reference ----
