@@ -56,6 +56,17 @@ struct Big {
 struct Rel {
     int w = 0;
 };
+// Required components across storage kinds: a sparse Aura requires the table Pos and the
+// sparse Marked; a table Armor requires the sparse Shield.
+struct Aura {
+    int radius = 0;
+};
+struct Shield {
+    int hp = 10;
+};
+struct Armor {
+    int ac = 0;
+};
 }  // namespace sparse_test
 
 // Field metadata: state_hash and the formats read values through it.
@@ -91,6 +102,19 @@ struct tessera::component_traits<sparse_test::Big> {
 template <>
 struct tessera::component_traits<sparse_test::Rel> {
     static constexpr auto storage = tessera::storage_kind::sparse;
+};
+template <>
+struct tessera::component_traits<sparse_test::Aura> {
+    static constexpr auto storage = tessera::storage_kind::sparse;
+    using required = tessera::type_list<sparse_test::Pos, sparse_test::Marked>;
+};
+template <>
+struct tessera::component_traits<sparse_test::Shield> {
+    static constexpr auto storage = tessera::storage_kind::sparse;
+};
+template <>
+struct tessera::component_traits<sparse_test::Armor> {
+    using required = tessera::type_list<sparse_test::Shield>;
 };
 
 namespace sparse_test {
@@ -814,6 +838,71 @@ TEST(SparsePrefab, ChildPrefabsDeferralAndObservers) {
     EXPECT_EQ(w.get<Buff>(d).power, 3);
     EXPECT_EQ(w.get<Name>(d).s, "late");
     EXPECT_EQ(added.size(), 2u);  // the root and its sword
+}
+
+// ---- required components across storage kinds ----
+
+TEST(SparseRequired, ASparseComponentBringsTableAndSparseRequirements) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Vel{});
+    w.add(e, Aura{3});  // brings Pos (a row move) and Marked (a set insert)
+    EXPECT_EQ(w.get<Aura>(e).radius, 3);
+    EXPECT_TRUE(w.has<Pos>(e));
+    EXPECT_TRUE(w.has<Marked>(e));
+    EXPECT_EQ(w.archetype_of(e).index, (w.archetype<Pos, Vel>().index));
+    // What the entity has stays as it is.
+    const ts::Entity f = w.spawn(Pos{4, 4});
+    w.add(f, Aura{1});
+    EXPECT_EQ(w.get<Pos>(f), (Pos{4, 4}));
+    // Spawn, several at once, deferred, a command buffer and an instance bring them too.
+    const ts::Entity g = w.spawn(Aura{2});
+    EXPECT_TRUE(w.has<Pos>(g) && w.has<Marked>(g));
+    const ts::Entity h = w.spawn(Vel{});
+    w.add(h, Buff{1}, Aura{5});
+    EXPECT_TRUE(w.has<Pos>(h) && w.has<Marked>(h) && w.has<Buff>(h));
+    const ts::Entity d = w.spawn(Vel{});
+    w.defer_begin();
+    w.add(d, Aura{6});
+    EXPECT_FALSE(w.has<Marked>(d));
+    w.defer_end();
+    EXPECT_TRUE(w.has<Pos>(d) && w.has<Marked>(d));
+    ts::CommandBuffer cb;
+    const ts::Entity c = w.spawn(Vel{});
+    cb.add(c, Aura{7});
+    cb.apply(w);
+    EXPECT_TRUE(w.has<Pos>(c) && w.has<Marked>(c));
+    const ts::Entity p = w.prefab(Vel{});
+    const ts::Entity i = w.instantiate(p, Aura{8});
+    EXPECT_TRUE(w.has<Pos>(i) && w.has<Marked>(i) && w.has<Vel>(i));
+    EXPECT_FALSE(w.has<Marked>(p));
+    // Removing the requirement later is allowed (required means brought, not kept).
+    EXPECT_TRUE(w.remove<Marked>(e));
+    EXPECT_TRUE(w.has<Aura>(e));
+}
+
+TEST(SparseRequired, ATableComponentBringsASparseOne) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Pos{});
+    w.add(e, Armor{2});
+    EXPECT_EQ(w.get<Shield>(e).hp, 10);  // value-initialised
+    EXPECT_EQ(w.archetype_of(e).index, (w.archetype<Pos, Armor>().index));
+    const ts::Entity f = w.spawn(Shield{3});
+    w.add(f, Armor{1});
+    EXPECT_EQ(w.get<Shield>(f).hp, 3);  // kept: the entity had it in its set
+    const ts::Entity g = w.spawn(Armor{4});
+    EXPECT_EQ(w.get<Shield>(g).hp, 10);
+    w.defer_begin();
+    const ts::Entity h = w.spawn(Armor{5}, Shield{1});
+    w.defer_end();
+    EXPECT_EQ(w.get<Shield>(h).hp, 1);  // named by the call: not brought
+    // A prefab with Shield: its instance overriding Armor keeps the copied Shield.
+    const ts::Entity p = w.prefab(Shield{6});
+    const ts::Entity i = w.instantiate(p, Armor{7});
+    EXPECT_EQ(w.get<Shield>(i).hp, 6);
+    EXPECT_EQ(w.get<Armor>(i).ac, 7);
+    int n = 0;
+    w.query<const Armor&, const Shield&>().each([&](const Armor&, const Shield&) { ++n; });
+    EXPECT_EQ(n, 5);  // e, f, g, h, i
 }
 
 // ---- model-based: random operations against a reference ----
