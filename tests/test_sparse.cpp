@@ -72,6 +72,8 @@ struct Armor {
 // Field metadata: state_hash and the formats read values through it.
 TESSERA_REFLECT(sparse_test::Pos, x, y)
 TESSERA_REFLECT(sparse_test::Buff, power)
+TESSERA_REFLECT(sparse_test::Name, s)
+TESSERA_REFLECT(sparse_test::Stun, turns)
 
 template <>
 struct tessera::component_traits<sparse_test::Buff> {
@@ -672,15 +674,159 @@ TEST(SparseSerialization, StateHashSeesSparseValues) {
     EXPECT_EQ(ts::state_hash(w), before);
 }
 
-TEST(SparseSerialization, SavingSparseValuesIsRefusedNotDropped) {
+/// A world with sparse values of every kind the formats hold: flat (Buff), heap-owning (Name),
+/// enableable (Stun, one disabled), a tag (Marked); rows in an order swap-removes made; ticks
+/// from several frames; a dead entity and a reused index.
+ts::World saved_world(std::vector<ts::Entity>& es) {
     ts::World w;
-    const ts::Entity e = w.spawn(Pos{}, Buff{1});
-    EXPECT_EQ(error_of([&] { (void)ts::save(w); }), ts::errc::invalid_argument);
-    EXPECT_EQ(error_of([&] { (void)ts::to_json(w); }), ts::errc::invalid_argument);
-    w.remove<Buff>(e);
-    ts::World loaded;
-    ts::load(ts::save(w), loaded);  // empty sets: nothing to lose
-    EXPECT_EQ(loaded.count(), 1u);
+    for (int i = 0; i < 8; ++i) es.push_back(w.spawn(Pos{float(i), 1}));
+    for (int i = 0; i < 8; ++i) w.add(es[i], Buff{10 + i});
+    w.advance_tick();
+    w.add(es[1], Name{"a name long enough to live on the heap"});
+    w.add(es[6], Name{"short"});
+    w.add(es[2], Stun{3});
+    w.add(es[5], Stun{4});
+    w.enable<Stun>(es[5], false);
+    w.add(es[3], Marked{});
+    w.remove<Buff>(es[0]);  // a swap-remove: the last row moves to 0
+    w.despawn(es[4]);
+    es.push_back(w.spawn(Buff{99}));  // index 4 again, another generation
+    w.advance_tick();
+    w.set(es[2], Buff{-1});
+    return w;
+}
+
+/// Sparse values, ticks, flags and set order of `a` and `b` agree.
+void expect_same_sparse(ts::World& a, ts::World& b, const std::vector<ts::Entity>& es) {
+    EXPECT_EQ(ts::state_hash(a), ts::state_hash(b));
+    EXPECT_EQ(a.tick(), b.tick());
+    for (const ts::Entity e : es) {
+        ASSERT_EQ(a.is_alive(e), b.is_alive(e));
+        if (!a.is_alive(e)) continue;
+        ASSERT_EQ(a.has<Buff>(e), b.has<Buff>(e)) << e;
+        if (a.has<Buff>(e)) {
+            EXPECT_EQ(a.get<Buff>(e), b.get<Buff>(e));
+            EXPECT_EQ(a.added_tick<Buff>(e), b.added_tick<Buff>(e));
+            EXPECT_EQ(a.changed_tick<Buff>(e), b.changed_tick<Buff>(e));
+        }
+        ASSERT_EQ(a.has<Name>(e), b.has<Name>(e));
+        if (a.has<Name>(e)) {
+            EXPECT_EQ(a.get<Name>(e), b.get<Name>(e));
+        }
+        ASSERT_EQ(a.has<Stun>(e), b.has<Stun>(e));
+        if (a.has<Stun>(e)) {
+            EXPECT_EQ(a.get<Stun>(e).turns, b.get<Stun>(e).turns);
+            EXPECT_EQ(a.is_enabled<Stun>(e), b.is_enabled<Stun>(e));
+        }
+        EXPECT_EQ(a.has<Marked>(e), b.has<Marked>(e));
+        EXPECT_EQ(a.has<Pos>(e), b.has<Pos>(e));
+    }
+    // The sets' row order: queries walk them alike.
+    const auto order = [](ts::World& w) {
+        std::vector<ts::Entity> out;
+        w.query<const Buff&>().each([&](ts::Entity e, const Buff&) { out.push_back(e); });
+        return out;
+    };
+    EXPECT_EQ(order(a), order(b));
+}
+
+TEST(SparseSerialization, BinaryAndJsonRoundTripSparseValues) {
+    std::vector<ts::Entity> es;
+    ts::World w = saved_world(es);
+    ts::World from_binary;
+    ts::load(ts::save(w), from_binary);
+    expect_same_sparse(w, from_binary, es);
+    const nlohmann::json j = ts::to_json(w);
+    ASSERT_TRUE(j.contains("sparse"));
+    EXPECT_EQ(j["sparse"].size(), 4u);  // Buff, Name, Stun, Marked
+    ts::World from_json;
+    ts::from_json(j, from_json);
+    expect_same_sparse(w, from_json, es);
+    EXPECT_EQ(ts::to_json(from_json), j);
+    EXPECT_EQ(ts::save(from_binary), ts::save(w));
+    // The loaded world goes on: adds, removes and queries as in the original.
+    from_json.add(es[0], Buff{7});
+    EXPECT_EQ(from_json.get<Buff>(es[0]).power, 7);
+    EXPECT_TRUE(from_json.remove<Name>(es[1]));
+    // A world without sparse values saves as before: no "sparse" key, binary version 1.
+    ts::World plain;
+    (void)plain.spawn(Pos{});
+    const ts::Entity gone = plain.spawn(Pos{}, Buff{1});
+    plain.remove<Buff>(gone);  // an empty set is as good as none
+    EXPECT_FALSE(ts::to_json(plain).contains("sparse"));
+    const std::vector<std::byte> bytes = ts::save(plain);
+    ASSERT_GT(bytes.size(), 8u);
+    EXPECT_EQ(static_cast<int>(bytes[4]), 1);
+}
+
+TEST(SparseSerialization, UntypedFieldReadsAndWritesReachTheSet) {
+    ts::World w;
+    const ts::Entity e = w.spawn(Pos{}, Buff{3});
+    const ts::ComponentId id = ts::component_id<Buff>();
+    EXPECT_EQ(ts::to_json(w, e, id), (nlohmann::json{{"power", 3}}));
+    w.advance_tick();
+    ts::set_fields(w, e, id, nlohmann::json{{"power", 8}});
+    EXPECT_EQ(w.get<Buff>(e).power, 8);
+    EXPECT_EQ(w.changed_tick<Buff>(e), w.tick());
+    EXPECT_EQ(w.changed_tick(e, id), w.tick());
+    EXPECT_EQ(error_of([&] { (void)ts::to_json(w, e, ts::component_id<Name>()); }),
+              ts::errc::missing_component);
+}
+
+TEST(SparseSerialization, MalformedSparseSectionsAreRefusedAndChangeNothing) {
+    std::vector<ts::Entity> es;
+    ts::World w = saved_world(es);
+    const nlohmann::json good = ts::to_json(w);
+    std::size_t buff = 0;  // the Buff section
+    for (std::size_t i = 0; i < good["sparse"].size(); ++i) {
+        if (good["components"][good["sparse"][i]["component"].get<std::size_t>()]["name"]
+                .get<std::string>()
+                .find("Buff") != std::string::npos)
+            buff = i;
+    }
+    const auto broken = [&](auto&& change) {
+        nlohmann::json j = good;
+        change(j["sparse"][buff], j);
+        return j;
+    };
+    std::vector<nlohmann::json> bad = {
+        broken([](nlohmann::json& s, nlohmann::json&) { s["component"] = 999; }),
+        broken([](nlohmann::json& s, nlohmann::json&) { s["component"] = 0; }),  // Pos: a table's
+        broken([](nlohmann::json& s, nlohmann::json&) { s["entities"].push_back(4000); }),
+        broken([](nlohmann::json& s, nlohmann::json&) { s["entities"][1] = s["entities"][0]; }),
+        broken([](nlohmann::json& s, nlohmann::json&) { s["values"].erase(0); }),
+        broken([](nlohmann::json& s, nlohmann::json&) {
+            s["values"][0] = {{"power", "x"}};
+        }),
+        broken([](nlohmann::json& s, nlohmann::json&) { s["ticks"] = nullptr; }),
+        broken([](nlohmann::json& s, nlohmann::json&) { s.erase("entities"); }),
+        broken([](nlohmann::json&, nlohmann::json& j) { j["sparse"].push_back(j["sparse"][0]); }),
+        broken([](nlohmann::json&, nlohmann::json& j) { j["sparse"] = 3; }),
+        // A sparse component listed in a table.
+        broken([&](nlohmann::json& s, nlohmann::json& j) {
+            j["archetypes"][1]["components"].push_back(s["component"]);
+        }),
+    };
+    for (std::size_t i = 0; i < bad.size(); ++i) {
+        ts::World target;
+        const ts::Entity kept = target.spawn(Pos{});
+        target.despawn(kept);  // empty, with history
+        const std::uint64_t hash = ts::state_hash(target);
+        EXPECT_EQ(error_of([&] { ts::from_json(bad[i], target); }), ts::errc::invalid_argument)
+            << "case " << i;
+        EXPECT_EQ(ts::state_hash(target), hash) << "case " << i;
+        EXPECT_EQ(target.count(), 0u);
+    }
+    // Binary: every truncation of a version-2 file is refused, nothing changes.
+    const std::vector<std::byte> bytes = ts::save(w);
+    ASSERT_EQ(static_cast<int>(bytes[4]), 2);
+    for (std::size_t cut = 8; cut < bytes.size(); cut += 7) {
+        ts::World target;
+        EXPECT_EQ(error_of([&] { ts::load(std::span(bytes).first(cut), target); }),
+                  ts::errc::invalid_argument)
+            << "cut " << cut;
+        EXPECT_EQ(target.count(), 0u);
+    }
 }
 
 // ---- strong guarantee: a failed allocation changes nothing ----

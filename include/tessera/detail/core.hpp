@@ -152,7 +152,10 @@ public:
         if (r.generation != e.generation) return nullptr;  // dead records hit the sentinel below
         const Archetype& a = *archetypes_[r.archetype];
         const std::int32_t c = a.column_index(id);
-        if (c < 0) return nullptr;
+        if (c < 0) [[unlikely]] {  // not in the table: a sparse component's set, if any
+            const SparseSet* set = sparse(id);
+            return set == nullptr ? nullptr : set->try_value(e);
+        }
         const Column& col = a.columns[static_cast<std::uint32_t>(c)];
         return col.data + std::size_t{r.row} * col.size;
     }
@@ -520,6 +523,17 @@ public:
                               std::uint64_t tick) noexcept {
         const Column& col = a.columns[static_cast<std::uint32_t>(column)];
         if (col.changed != nullptr) col.set_changed(row, tick);
+    }
+    /// Stamps `e`'s `id` changed now, in its table or its sparse set (an untyped write's
+    /// stamp); nothing when `e` lacks it.
+    void stamp_changed_of(Entity e, ComponentId id) const noexcept {
+        const Location loc = try_location(e, id);
+        if (loc.archetype != nullptr) {
+            stamp_changed(*loc.archetype, loc.row, loc.column);
+        } else if (const SparseSet* set = sparse(id)) {
+            const std::uint32_t row = set->find(e);
+            if (row != SparseSet::no_row) set->stamp_changed(row, tick());
+        }
     }
     /// Sets the tick (a schedule gives each exclusive system its own while it runs).
     void set_tick(std::uint64_t tick) noexcept { tick_ = tick; }
