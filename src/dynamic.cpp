@@ -656,7 +656,7 @@ std::uint64_t tick_by_id(detail::Storage& s, Entity e, ComponentId id, bool adde
         if (const detail::SparseSet* set = s.sparse(id)) {  // sparse sets keep ticks already
             const std::uint32_t row = set->find(e);
             if (row == detail::SparseSet::no_row) detail::throw_lookup(s, op, e, id);
-            return added ? set->added()[row] : set->changed()[row];
+            return added ? set->added()[row] : set->changed_at(row);
         }
         detail::throw_lookup(s, op, e, id);
     }

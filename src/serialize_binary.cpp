@@ -351,7 +351,7 @@ std::vector<std::byte> save_binary(const Storage& s, const char* op) {
         if (set->enabled() != nullptr) w.bytes(set->enabled(), n);
         if (set->tracked()) {
             w.bytes(set->added(), std::size_t{n} * sizeof(std::uint64_t));
-            w.bytes(set->changed(), std::size_t{n} * sizeof(std::uint64_t));
+            for (std::uint32_t r = 0; r < n; ++r) w.put<std::uint64_t>(set->changed_at(r));
         }
     }
     // The names (names.hpp), last and only when there are any, so a world without names

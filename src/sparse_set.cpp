@@ -130,6 +130,12 @@ void SparseSet::reserve(std::uint32_t index, std::size_t n) {
 }
 
 std::byte* SparseSet::insert(Entity e, std::uint64_t tick) noexcept {
+    if (tick < stamped_) [[unlikely]] {
+        // An older tick than the floor (a schedule's system tick): the floor goes into the
+        // rows, so the new row reads its own tick.
+        for (std::uint32_t r = 0; r < size_; ++r) changed_[r] = changed_at(r);
+        stamped_ = 0;
+    }
     const std::uint32_t row = size_++;
     pages_[e.index >> page_bits][e.index & (page_size - 1)] = row;
     entities_[row] = e;
@@ -172,6 +178,7 @@ void SparseSet::clear() noexcept {
     }
     if (info_->destroy != nullptr && size_bytes_ != 0 && size_ != 0) info_->destroy(data_, size_);
     size_ = 0;
+    stamped_ = 0;
 }
 
 void SparseSet::copy_from(const SparseSet& src) {
@@ -188,6 +195,7 @@ void SparseSet::copy_from(const SparseSet& src) {
     }
     if (enabled_ != nullptr) std::memcpy(enabled_, src.enabled_, src.size_);
     size_ = src.size_;
+    stamped_ = src.stamped_;
     for (std::uint32_t row = 0; row < size_; ++row) {
         const Entity e = entities_[row];
         pages_[e.index >> page_bits][e.index & (page_size - 1)] = row;
@@ -204,6 +212,7 @@ void SparseSet::swap(SparseSet& other) noexcept {
     std::swap(enabled_, other.enabled_);
     std::swap(size_, other.size_);
     std::swap(capacity_, other.capacity_);
+    std::swap(stamped_, other.stamped_);
 }
 
 }  // namespace tessera::detail

@@ -490,6 +490,46 @@ TEST(SparseQuery, ChangeFiltersAndStamps) {
     EXPECT_EQ(got, std::vector<ts::Entity>{a});
 }
 
+// A T& walk over a whole set stamps it in O(1) (the set's floor); every reader sees the stamp,
+// later writes rise above it, and a row added at an older tick (a schedule's system tick)
+// reads its own tick.
+TEST(SparseQuery, AWholeSetStampIsSeenByEveryReader) {
+    ts::World w;
+    std::vector<ts::Entity> es;
+    for (int i = 0; i < 5; ++i) es.push_back(w.spawn(Buff{i}));
+    w.advance_tick();
+    w.advance_tick();
+    const std::uint64_t t = w.tick();
+    w.query<Buff&>().each([](Buff& b) { b.power += 1; });
+    for (const ts::Entity e : es) {
+        EXPECT_EQ(w.changed_tick<Buff>(e), t);
+        EXPECT_EQ(w.changed_tick(e, ts::component_id<Buff>()), t);
+        EXPECT_LT(w.added_tick<Buff>(e), t);
+    }
+    std::size_t n = 0;
+    w.query<const Buff&>().changed_since<Buff>(t - 1).each([&](const Buff&) { ++n; });
+    EXPECT_EQ(n, 5u);
+    w.remove<Buff>(es[0]);  // a swap-remove keeps the others' ticks
+    EXPECT_EQ(w.changed_tick<Buff>(es[4]), t);
+    w.advance_tick();
+    w.get_mut<Buff>(es[2]).power = 0;
+    EXPECT_EQ(w.changed_tick<Buff>(es[2]), t + 1);
+    EXPECT_EQ(w.changed_tick<Buff>(es[3]), t);
+    // The formats write the ticks as read.
+    ts::World loaded;
+    ts::from_json(ts::to_json(w), loaded);
+    EXPECT_EQ(loaded.changed_tick<Buff>(es[3]), t);
+    EXPECT_EQ(loaded.changed_tick<Buff>(es[2]), t + 1);
+    ts::World copy = w.clone();
+    EXPECT_EQ(copy.changed_tick<Buff>(es[1]), t);
+    // An add at an older tick than the stamp.
+    w.storage().set_tick(t - 1);
+    w.add(es[0], Buff{7});
+    EXPECT_EQ(w.changed_tick<Buff>(es[0]), t - 1);
+    EXPECT_EQ(w.changed_tick<Buff>(es[1]), t);
+    w.storage().set_tick(t + 1);
+}
+
 TEST(SparseQuery, DisabledSparseComponentsAreSkipped) {
     ts::World w;
     const ts::Entity a = w.spawn(Pos{}, Stun{1});

@@ -100,11 +100,10 @@ struct SparseRun<Query<Terms...>> {
     static constexpr std::uint32_t absent = SparseSet::no_row;
 
     /// Whether the query is one required sparse term (not enableable), perhaps with `Entity`.
-    static constexpr bool set_walk =
-        ((term_traits<Terms>::entity ? 0 : 1) + ... + 0) == 1 &&
-        ((sparse_term_v<Terms> && term_traits<Terms>::required &&
-          !enableable_v<typename term_traits<Terms>::component>) ||
-         ...);
+    static constexpr bool set_walk = ((term_traits<Terms>::entity ? 0 : 1) + ... + 0) == 1 &&
+                                     ((sparse_term_v<Terms> && term_traits<Terms>::required &&
+                                       !enableable_v<typename term_traits<Terms>::component>) ||
+                                      ...);
 
     /// Visits the matching rows as `each` does (`SparseVisit::call`; the caller begins and
     /// ends the run), counts the entities that have the sparse components (`count`: no
@@ -156,8 +155,8 @@ struct SparseRun<Query<Terms...>> {
             for (std::size_t k = 0; k < matched.size(); ++k) {
                 Archetype& a = s.archetype(matched[k]);
                 for (std::uint32_t row = 0; row < a.size; ++row) {
-                    if (visit_row<Mode, WithEntity>(q, fn, sets, driver, absent, a.entities[row],
-                                                    a, row, state.columns(k), tick, out))
+                    if (visit_row<Mode, WithEntity>(q, fn, sets, driver, absent, a.entities[row], a,
+                                                    row, state.columns(k), tick, out))
                         ++visited;
                 }
             }
@@ -176,12 +175,14 @@ private:
         Storage& s = state.storage();
         std::uint32_t rows[sizeof...(Terms) + 1] = {};
         const bool terms_found = [&]<std::size_t... I>(std::index_sequence<I...>) {
-            return ((rows[I] = sets[I] == nullptr                         ? absent
-                               : sets[I] == driver && driver_row != absent ? driver_row
-                                                                           : sets[I]->find(e),
-                     !(sparse_term_v<Terms> && term_traits<Terms>::required && rows[I] == absent)) &&
-                    ...);
-        }(Seq{});
+            return (
+                (rows[I] = sets[I] == nullptr                          ? absent
+                           : sets[I] == driver && driver_row != absent ? driver_row
+                                                                       : sets[I]->find(e),
+                 !(sparse_term_v<Terms> && term_traits<Terms>::required && rows[I] == absent)) &&
+                ...);
+        }
+        (Seq{});
         if (!terms_found) return false;
         for (const ComponentId id : state.sparse_all()) {
             const SparseSet* set = s.sparse(id);
@@ -196,11 +197,13 @@ private:
         [[maybe_unused]] const auto bases = [&]<std::size_t... I>(std::index_sequence<I...>) {
             return std::tuple<typename term_traits<Terms>::pointer...>{
                 table_base<Terms>(*cols[I], a, tick, &s)...};
-        }(Seq{});
+        }
+        (Seq{});
         if constexpr (Q::skips_rows) {
             const bool present = [&]<std::size_t... I>(std::index_sequence<I...>) {
                 return (term_present<Terms>(std::get<I>(bases), row) && ...);
-            }(Seq{});
+            }
+            (Seq{});
             if (!present) return false;
         }
         if constexpr (Mode != SparseVisit::count) {
@@ -210,7 +213,8 @@ private:
             }
             const bool off = [&]<std::size_t... I>(std::index_sequence<I...>) {
                 return (sparse_disabled<Terms>(sets[I], rows[I]) || ...);
-            }(Seq{});
+            }
+            (Seq{});
             if (off) return false;
             for (const ComponentId id : state.gates()) {
                 const SparseSet* set = s.sparse(id);
@@ -225,7 +229,7 @@ private:
                     const SparseSet* set = s.sparse(f.id);
                     const std::uint32_t r = set->find(e);
                     if (r == absent || set->changed() == nullptr) return false;
-                    const std::uint64_t t = f.added ? set->added()[r] : set->changed()[r];
+                    const std::uint64_t t = f.added ? set->added()[r] : set->changed_at(r);
                     if (t <= state.since(f)) return false;
                 }
             }
@@ -246,7 +250,8 @@ private:
                 } else {
                     fn(arg<Terms>(sets[I], rows[I], std::get<I>(bases), row, tick)...);
                 }
-            }(Seq{});
+            }
+            (Seq{});
         }
         return true;
     }
@@ -263,11 +268,7 @@ private:
         if constexpr (Mode == SparseVisit::collect) out->insert(out->end(), entities, entities + n);
         if constexpr (Mode == SparseVisit::call) {
             constexpr bool stamps = ((sparse_term_v<Terms> && term_traits<Terms>::stamps) || ...);
-            if constexpr (stamps) {
-                if (std::uint64_t* const ticks = set->changed()) {
-                    for (std::uint32_t d = 0; d < n; ++d) ticks[d] = tick;
-                }
-            }
+            if constexpr (stamps) set->stamp_all(tick);  // O(1): the set's floor
             std::byte* const data = set->data();
             for (std::uint32_t d = 0; d < n; ++d) {
                 if constexpr (WithEntity)

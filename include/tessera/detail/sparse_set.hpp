@@ -15,8 +15,11 @@
 ///   the component) map an entity to its dense row; the dense arrays hold, row by row, the
 ///   entity, its value (`size` bytes, the type's alignment, at least 64-byte aligned), its
 ///   added and changed ticks (when the type tracks changes: always kept, sparse sets are
-///   eagerly tracked) and its enable flag (when enableable). A lookup is a page load, an entry
-///   load and an entity compare (the generation check); erase is a swap-remove (the last row
+///   eagerly tracked) and its enable flag (when enableable). As a table column's, the changed
+///   ticks have a set-wide floor (`stamped`): a query's `T&` walk over the whole set stamps
+///   every row in O(1) there instead of writing each row's tick (`changed_at` reads the larger;
+///   an insert of an older tick folds the floor into the rows first). A lookup is a page load, an
+///   entry load and an entity compare (the generation check); erase is a swap-remove (the last row
 ///   fills the hole), so rows stay packed and iteration over `entities()` is a plain loop.
 /// - **Strong guarantee.** `reserve` does all the allocation an insert needs (the entity's
 ///   page, room for `n` more rows); `insert` and `erase` never throw. A structural call that
@@ -84,7 +87,19 @@ public:
     [[nodiscard]] const Entity* entities() const noexcept { return entities_; }
     [[nodiscard]] std::byte* data() const noexcept { return data_; }
     [[nodiscard]] std::uint64_t* added() const noexcept { return added_; }
+    /// The rows' own changed ticks: a row's tick is the larger of its entry and `stamped()`
+    /// (`changed_at`); writing an entry stamps that row.
     [[nodiscard]] std::uint64_t* changed() const noexcept { return changed_; }
+    /// Row `row`'s changed tick (tracked sets).
+    [[nodiscard]] std::uint64_t changed_at(std::uint32_t row) const noexcept {
+        return changed_[row] > stamped_ ? changed_[row] : stamped_;
+    }
+    /// The floor of every row's changed tick (0 when none).
+    [[nodiscard]] std::uint64_t stamped() const noexcept { return stamped_; }
+    /// Stamps every row changed at `tick` (at least), in O(1) (tracked sets).
+    void stamp_all(std::uint64_t tick) const noexcept {
+        if (tracked_ && tick > stamped_) stamped_ = tick;
+    }
     [[nodiscard]] std::uint8_t* enabled() const noexcept { return enabled_; }
 
     /// A word `Mut<T>` terms may raise as their block and column bound (a set keeps no
@@ -148,6 +163,7 @@ private:
     std::uint32_t size_bytes_ = 0;  ///< info->size
     bool tracked_ = false;
     mutable std::uint64_t bound_sink_ = 0;
+    mutable std::uint64_t stamped_ = 0;  ///< see `changed_at`
 };
 
 }  // namespace tessera::detail

@@ -748,7 +748,7 @@ std::uint64_t World::tick_of(Entity e, bool added, const char* op) {
     const ComponentId id = component_id<T>();
     if constexpr (detail::sparse_v<T>) {  // sparse sets keep ticks from the start
         const detail::SparseRef<T> r = detail::sparse_checked<T>(*storage_, e, op);
-        return added ? r.set->added()[r.row] : r.set->changed()[r.row];
+        return added ? r.set->added()[r.row] : r.set->changed_at(r.row);
     }
     const detail::Location loc = storage_->try_location(e, id);
     if (loc.archetype == nullptr) detail::throw_lookup(*storage_, op, e, id);
