@@ -807,8 +807,24 @@ std::vector<Row> rows() {
                [](World& w, Fix&) { (void)w.spawn(A{602}, Label{text(602)}, Aura{602}, Mark{}); });
     sparse_row("despawn(e1) with sparse components",
                [](World& w, Fix& f) { EXPECT_TRUE(w.despawn(f.e[1])); });
-    sparse_row("add(e0, Aura) deferred in a loop",
-               [](World& w, Fix& f) { once_in_loop(w, [&] { w.add(f.e[0], Aura{603}); }); });
+    {
+        // Queued in a loop; the loop's end flush grows the set (the flush's guarantee: a
+        // failure leaves the add queued, the next flush applies it).
+        Row row = make(
+            "query loop: add(e0, Aura), remove<Mark>(e9), spawn(A, Aura); the end flushes",
+            [](World& w, Fix& f) {
+                once_in_loop(w, [&] {
+                    w.add(f.e[0], Aura{603});
+                    (void)w.remove<Mark>(f.e[9]);
+                    (void)w.spawn(A{608}, Aura{608});
+                    f.arm();
+                });
+            },
+            Guarantee::flush);
+        row.late_arm = true;
+        row.prepare = prepare_sparse;
+        r.push_back(std::move(row));
+    }
     {
         Row row = make("instantiate_many(prefab with sparse, 5)", [](World& w, Fix& f) {
             EXPECT_EQ(w.instantiate_many(f.prefab, 5).size(), 5u);
