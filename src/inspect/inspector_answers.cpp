@@ -155,6 +155,27 @@ json Inspector::Impl::entity(const World& world, Entity e) {
     const Archetype& a = s.archetype(r.archetype);
     json components = json::array();
     json relations = json::array();
+    // A component's entry: its description, enable flag and fields (table or sparse).
+    const auto component = [&](ComponentId id, const std::byte* value, bool sparse) {
+        const ComponentInfo& info = component_info(id);
+        json c = {{"name", std::string(info.name)},
+                  {"id", id.value},
+                  {"size", info.size},
+                  {"tag", info.is_tag()},
+                  {"reflected", info.schema != nullptr},
+                  {"enableable", info.enableable}};
+        if (sparse) c["sparse"] = true;
+        if (info.enableable) c["enabled"] = world.is_enabled(e, id);
+        json fields = json::array();
+        bool truncated = false;
+        if (info.schema != nullptr && value != nullptr) {
+            for (const FieldInfo& f : info.schema->fields)
+                add_leaves(s, f, value, "", fields, truncated);
+        }
+        c["fields"] = std::move(fields);
+        if (truncated) c["truncated"] = true;
+        components.push_back(std::move(c));
+    };
     for (const ComponentId id : a.ids) {
         const ComponentInfo& info = component_info(id);
         const std::byte* value = s.try_value(e, id);
@@ -171,22 +192,13 @@ json Inspector::Impl::entity(const World& world, Entity e) {
                  {"count", targets->size()}});
             continue;
         }
-        json c = {{"name", std::string(info.name)},
-                  {"id", id.value},
-                  {"size", info.size},
-                  {"tag", info.is_tag()},
-                  {"reflected", info.schema != nullptr},
-                  {"enableable", info.enableable}};
-        if (info.enableable) c["enabled"] = world.is_enabled(e, id);
-        json fields = json::array();
-        bool truncated = false;
-        if (info.schema != nullptr && value != nullptr) {
-            for (const FieldInfo& f : info.schema->fields)
-                add_leaves(s, f, value, "", fields, truncated);
-        }
-        c["fields"] = std::move(fields);
-        if (truncated) c["truncated"] = true;
-        components.push_back(std::move(c));
+        component(id, value, false);
+    }
+    // Sparse components (detail/sparse_set.hpp): in their sets, not the table; marked so.
+    for (const detail::SparseSet* set : s.sparse_sets()) {
+        const std::uint32_t row = set->find(e);
+        if (row == detail::SparseSet::no_row) continue;
+        component(set->info().id, set->info().is_tag() ? nullptr : set->value(row), true);
     }
     json incoming = json::array();
     for (const detail::RelationKindView& k : detail::relation_kinds(s)) {
