@@ -28,7 +28,7 @@ public:
         const EntityRecord* r = s.try_record(e);
         // A sparse component's observers count too (its set, not the table, holds it).
         return r != nullptr && (s.hooked(*r) || sparse_hooked(s, e)) ? despawn_notifying(s, e)
-                                                                      : s.despawn(e);
+                                                                     : s.despawn(e);
     }
     bool apply(Storage&, const Command&, Entity, Entity, Commit) const override {
         TESSERA_ASSERT(false, "ObserverHooks::apply: a relation command without relations");

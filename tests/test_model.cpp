@@ -106,9 +106,7 @@ struct tessera::component_traits<STag> {
     static constexpr auto storage = tessera::storage_kind::sparse;
 };
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 // Required components: C12 requires TagB, which requires C1, so every add of C12 brings TagB
 // and C1 (value-initialised) when missing, and every add of TagB brings C1.
@@ -127,8 +125,8 @@ static_assert(sizeof(C1) == 1 && sizeof(C4) == 4 && sizeof(C8) == 8 && sizeof(C1
               sizeof(C16) == 16 && sizeof(C32) == 32);
 static_assert(alignof(Big) == 64 && std::is_empty_v<TagA> && std::is_empty_v<TagB>);
 
-using Types = std::tuple<C1, C4, C8, C12, C16, C32, Name, Numbers, Owned, Big, SC4, SName, TagA,
-                         TagB, STag>;
+using Types =
+    std::tuple<C1, C4, C8, C12, C16, C32, Name, Numbers, Owned, Big, SC4, SName, TagA, TagB, STag>;
 constexpr std::size_t kTypes = std::tuple_size_v<Types>;
 static_assert(kTypes == 15);
 template <std::size_t I>

@@ -123,9 +123,7 @@ public:
     }
     /// The sparse components required and excluded (`add_sparse`).
     [[nodiscard]] std::span<const ComponentId> sparse_all() const noexcept { return sparse_all_; }
-    [[nodiscard]] std::span<const ComponentId> sparse_none() const noexcept {
-        return sparse_none_;
-    }
+    [[nodiscard]] std::span<const ComponentId> sparse_none() const noexcept { return sparse_none_; }
     /// Whether the query names a sparse component (its runs take the sparse path).
     [[nodiscard]] bool sparse() const noexcept { return sparse_; }
     /// The tick a filter's ticks must be above in this run.
@@ -195,20 +193,20 @@ private:
     Storage* storage_ = nullptr;
     std::pmr::vector<std::uint32_t> matched_;
     std::pmr::vector<ChangeFilter> filters_;
-    std::pmr::vector<ComponentId> gates_;      ///< enableable components of `with` filters
-    std::pmr::vector<ComponentId> term_ids_;   ///< see `set_terms`
-    std::pmr::vector<const Column*> columns_;  ///< per matched archetype, per term
-    std::pmr::vector<ComponentId> sparse_all_;   ///< see `add_sparse`
+    std::pmr::vector<ComponentId> gates_;       ///< enableable components of `with` filters
+    std::pmr::vector<ComponentId> term_ids_;    ///< see `set_terms`
+    std::pmr::vector<const Column*> columns_;   ///< per matched archetype, per term
+    std::pmr::vector<ComponentId> sparse_all_;  ///< see `add_sparse`
     std::pmr::vector<ComponentId> sparse_none_;
-    bool sparse_ = false;                        ///< some sparse component is named
-    std::size_t seen_ = 0;                     ///< archetypes examined so far
-    std::uint64_t epoch_ = 0;                  ///< the storage's layout epoch `matched_` belongs to
-    std::uint64_t last_run_ = 0;               ///< tick at the end of the previous run
-    std::uint64_t run_since_ = 0;              ///< last_run_ as of this run's start
-    std::uint64_t write_tick_ = 0;             ///< set by a system run; 0 = the world's tick
-    bool since_last_run_ = false;              ///< some filter is "since the last run"
-    bool system_ = false;                      ///< run by a schedule's system
-    bool exclusive_ = false;                   ///< ... that runs alone
+    bool sparse_ = false;           ///< some sparse component is named
+    std::size_t seen_ = 0;          ///< archetypes examined so far
+    std::uint64_t epoch_ = 0;       ///< the storage's layout epoch `matched_` belongs to
+    std::uint64_t last_run_ = 0;    ///< tick at the end of the previous run
+    std::uint64_t run_since_ = 0;   ///< last_run_ as of this run's start
+    std::uint64_t write_tick_ = 0;  ///< set by a system run; 0 = the world's tick
+    bool since_last_run_ = false;   ///< some filter is "since the last run"
+    bool system_ = false;           ///< run by a schedule's system
+    bool exclusive_ = false;        ///< ... that runs alone
 };
 
 /// Throws Error(invalid_argument): `op` needs a world, and the query is empty.
@@ -645,7 +643,7 @@ public:
     /// O(matched archetypes).
     [[nodiscard]] std::size_t count() {
         if (!state_.attached()) return 0;  // an empty query matches nothing
-        if (sparse_run()) [[unlikely]] {  // the entities that have its sparse components
+        if (sparse_run()) [[unlikely]] {   // the entities that have its sparse components
             const auto none = [](auto&&...) {};
             return run_sparse<detail::SparseVisit::count, false>(none, nullptr);
         }

@@ -6,7 +6,6 @@
 
 #include <tessera/detail/operations.hpp>
 
-#include <algorithm>
 #include <cstdint>
 #include <new>
 #include <type_traits>
@@ -101,8 +100,13 @@ private:
     std::byte* slot(std::size_t i) noexcept {
         return reinterpret_cast<std::byte*>(&storage_[i]);
     }
+    static constexpr std::size_t largest = [] {  // no <algorithm> in public headers
+        std::size_t m = 0;
+        ((m = sizeof(Us) > m ? sizeof(Us) : m), ...);
+        return m;
+    }();
     struct alignas(Us...) Slot {
-        std::byte bytes[std::max({sizeof(Us)...})];
+        std::byte bytes[largest];
     };
     Slot storage_[sizeof...(Us)];
     std::byte* ptrs_[sizeof...(Us)];
