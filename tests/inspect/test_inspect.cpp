@@ -488,6 +488,17 @@ TEST(Inspector, EntityListsSparseComponentsAndTakesTheirEdits) {
     }
     EXPECT_EQ(s.world.get<Poison>(s.a).dose, 9);
     EXPECT_EQ(s.world.get<Poison>(s.b).dose, 2);
+    // The entity list filters by sparse components too.
+    {
+        FrameLoop loop(inspector, s.world);
+        Reply r = get(port, "/api/entities?with=Poison");
+        ASSERT_EQ(r.status, 200) << r.body;
+        EXPECT_EQ(r.body["total"], 2);
+        r = get(port, "/api/entities?with=Body,Poison&without=Marked");
+        ASSERT_EQ(r.status, 200) << r.body;
+        ASSERT_EQ(r.body["total"], 1);
+        EXPECT_EQ(r.body["entities"][0]["id"], id(s.b));
+    }
     EXPECT_EQ(s.world.changed_tick<Poison>(s.a), s.world.tick());
 }
 
