@@ -69,7 +69,9 @@ Core::Core(std::pmr::memory_resource* mr)
       set_index_(mr),
       bundles_(mr),
       bundle_columns_(mr),
-      permanent_(mr) {
+      permanent_(mr),
+      sparse_sets_(mr),
+      sparse_by_id_(mr) {
     try {
         create_archetype({});  // dead_archetype: the sentinel of free entity slots
         create_archetype({});  // empty_archetype
@@ -82,6 +84,10 @@ Core::Core(std::pmr::memory_resource* mr)
 
 Core::~Core() {
     for (Archetype* a : archetypes_) release_archetype(*a);
+    for (SparseSet* set : sparse_sets_) {
+        set->~SparseSet();
+        mr_->deallocate(set, sizeof(SparseSet), alignof(SparseSet));
+    }
     for (WorldComponent& wc : components_) {
         deallocate(wc.columns, std::size_t{wc.column_capacity} * sizeof(const Column*),
                    alignof(const Column*));
@@ -133,12 +139,29 @@ const ComponentInfo& Core::ensure_component(ComponentId id) {
         // No existing archetype holds the type yet: its column list starts empty (all null).
         const ComponentInfo& info = component_info(id);
         const std::size_t cap = std::max<std::size_t>(16, archetypes_.capacity());
-        wc.columns = reinterpret_cast<const Column**>(
+        auto* const columns = reinterpret_cast<const Column**>(
             allocate(cap * sizeof(const Column*), alignof(const Column*)));
+        if (info.sparse) {
+            // A sparse component's values live in its set, made now (its column list stays
+            // empty: no table ever holds it).
+            void* mem = nullptr;
+            try {
+                sparse_sets_.reserve(sparse_sets_.size() + 1);
+                if (id.value >= sparse_by_id_.size()) sparse_by_id_.resize(id.value + 1, nullptr);
+                mem = mr_->allocate(sizeof(SparseSet), alignof(SparseSet));
+            } catch (...) {
+                deallocate(columns, cap * sizeof(const Column*), alignof(const Column*));
+                throw;
+            }
+            sparse_by_id_[id.value] = ::new (mem) SparseSet(mr_, info);
+            sparse_sets_.push_back(sparse_by_id_[id.value]);
+        }
+        wc.columns = columns;
         wc.column_capacity = static_cast<std::uint32_t>(cap);
         wc.column_count = 0;
         wc.hooked = hook_all_;
-        wc.tracked = info.eager_tracking;  // no table has the type yet: nothing to stamp
+        // No table has the type yet: nothing to stamp. A sparse set keeps ticks from the start.
+        wc.tracked = info.eager_tracking || (info.sparse && info.track_changes);
         wc.info = &info;
     }
     return *wc.info;
@@ -172,6 +195,7 @@ Archetype& Core::create_archetype(std::span<const ComponentId> ids) {
     }
     for (ComponentId id : ids) {
         const ComponentInfo& ci = info(id);
+        TESSERA_ASSERT(!ci.sparse, "create_archetype: a sparse component in a table's set");
         a->hooked = a->hooked || components_[id.value].hooked;
         if (!has_column(ci)) {
             a->id_table()[id.value] = tag_column;
@@ -492,6 +516,11 @@ std::uint8_t& Core::enable_flag(Entity e, ComponentId id, const char* op) const 
     }
     const EntityRecord* r = try_record(e);
     if (r == nullptr) throw_not_alive(op, e, id);
+    if (const SparseSet* set = sparse(id)) {
+        const std::uint32_t row = set->find(e);
+        if (row == SparseSet::no_row) throw_missing(op, e, id);
+        return set->enabled()[row];
+    }
     const Archetype& a = *archetypes_[r->archetype];
     const std::int32_t c = a.column_index(id);
     if (c < 0) throw_missing(op, e, id);

@@ -18,6 +18,13 @@ void Core::copy_from(const Core& src, const char* op) {
             }
         }
     }
+    for (const SparseSet* set : src.sparse_sets_) {
+        if (set->size() != 0 && set->info().size != 0 && !set->info().copyable()) {
+            throw Error(errc::invalid_argument,
+                        std::string(op) + ": component " + std::string(set->info().name) +
+                            " can't be copied (it has no copy constructor)");
+        }
+    }
     for (std::size_t i = 0; i < src.components_.size(); ++i) {
         const WorldComponent& from = src.components_[i];
         if (from.info == nullptr) continue;
@@ -26,6 +33,8 @@ void Core::copy_from(const Core& src, const char* op) {
         components_[i].reserved = from.reserved;
         components_[i].hooked = from.reserved || hook_all_;  // reserved: always hooked
     }
+    // The sparse sets: same rows in the same order (ensure_component made each one).
+    for (const SparseSet* set : src.sparse_sets_) sparse(set->info().id)->copy_from(*set);
     // The same archetypes at the same indices (the three sentinels exist already).
     for (std::size_t i = first_user_archetype; i < src.archetypes_.size(); ++i)
         create_archetype(src.archetypes_[i]->ids);
@@ -85,6 +94,8 @@ void Core::swap_state(Core& other) noexcept {
     bundles_.swap(other.bundles_);
     bundle_columns_.swap(other.bundle_columns_);
     permanent_.swap(other.permanent_);
+    sparse_sets_.swap(other.sparse_sets_);
+    sparse_by_id_.swap(other.sparse_by_id_);
     row_logs_.swap(other.row_logs_);  // the logs' owners go with the tables that have them
     swap(free_head_, other.free_head_);
     swap(free_count_, other.free_count_);

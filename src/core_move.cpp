@@ -166,6 +166,8 @@ inline void Core::free_record(std::uint32_t index) noexcept {
 bool Core::despawn(Entity e) noexcept {
     if (try_record(e) == nullptr) return false;
     const EntityRecord& r = record_data_[e.index];
+    if (!sparse_sets_.empty()) [[unlikely]]
+        erase_sparse(e);
     if (r.archetype != pending_archetype) {
         Archetype& a = *archetypes_[r.archetype];
         if (!a.bytewise) destroy_rows(a, r.row, 1);  // bytewise values are never destroyed
@@ -214,6 +216,8 @@ std::size_t Core::despawn_many(std::span<const Entity> es) {
     for (const Entity e : es) {
         EntityRecord* r = live(e);
         if (r == nullptr) continue;
+        if (!sparse_sets_.empty()) [[unlikely]]
+            erase_sparse(e);
         if (r->archetype != pending_archetype) [[likely]]
             row_bits[at[r->archetype] + r->row / 64] |= std::uint64_t{1} << (r->row % 64);
         r->archetype = dead_archetype;
@@ -259,6 +263,8 @@ std::size_t Core::despawn_tables(std::span<const std::uint32_t> tables) noexcept
         std::uint32_t head = free_head_;
         for (std::uint32_t row = 0; row < a.size; ++row) {
             const std::uint32_t i = a.entities[row].index;
+            if (!sparse_sets_.empty()) [[unlikely]]
+                erase_sparse(a.entities[row]);
             EntityRecord& r = record_data_[i];
             r.archetype = dead_archetype;
             r.generation = next_generation(r.generation);
@@ -382,6 +388,17 @@ TableRow Core::prepare_add_one(Entity e, ComponentId id, bool& existed, std::int
     if (edge != nullptr && edge->add != no_index) {
         target = archetypes_[edge->add];
     } else {
+        // A sparse component never has an edge: it is added to its set, the row stays.
+        ensure_component(id);
+        if (SparseSet* set = sparse(id)) [[unlikely]] {
+            column = absent_column;
+            existed = set->contains(e);
+            if (!existed) {
+                set->reserve(e.index, 1);
+                set->insert(e, tick());  // the caller constructs the value
+            }
+            return {&from, r->row};
+        }
         target = &edge_target(from, id, true);
         edge = from.edges.find(id.value);  // still none from the pending table
     }
@@ -435,6 +452,12 @@ TableRow Core::prepare_add(Entity e, std::span<const ComponentId> ids, bool* exi
     const EntityRecord* r = try_record(e);
     if (r == nullptr) throw_not_alive(op, e, ids[0]);
     Archetype& from = *archetypes_[r->archetype];
+    for (ComponentId id : ids) ensure_component(id);
+    if (!sparse_sets_.empty() && std::any_of(ids.begin(), ids.end(), [&](ComponentId id) {
+            return sparse(id) != nullptr;
+        })) [[unlikely]] {
+        return prepare_add_sparse(e, *r, ids, existed);
+    }
     bool all = true;
     for (std::size_t i = 0; i < ids.size(); ++i) {
         existed[i] = from.contains(ids[i]);
@@ -445,23 +468,66 @@ TableRow Core::prepare_add(Entity e, std::span<const ComponentId> ids, bool* exi
     if (ids.size() == 1) {
         to = &edge_target(from, ids[0], true);
     } else {
-        for (ComponentId id : ids) ensure_component(id);
         to = &archetype_for(merged_set(from, ids, true, mr_));
     }
     reserve_rows(*to, 1);
     return move_entity(e, *r, *to);
 }
 
+TableRow Core::prepare_add_sparse(Entity e, const EntityRecord& r, std::span<const ComponentId> ids,
+                                  bool* existed) {
+    // Everything that can fail first: room in each set, then the table part's target and room
+    // in it; then the row moves (when a table component is new) and the new sparse entries are
+    // made, neither of which throws.
+    Archetype& from = *archetypes_[r.archetype];
+    ScratchArray<ComponentId> table(ids.size(), mr_);
+    std::size_t new_table = 0;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (SparseSet* set = sparse(ids[i])) {
+            existed[i] = set->contains(e);
+            if (!existed[i]) set->reserve(e.index, 1);
+        } else {
+            existed[i] = from.contains(ids[i]);
+            if (!existed[i]) table[new_table++] = ids[i];
+        }
+    }
+    TableRow at{&from, r.row};
+    if (new_table != 0) {
+        Archetype& to = new_table == 1
+                            ? edge_target(from, table[0], true)
+                            : archetype_for(merged_set(from, {table.data(), new_table}, true, mr_));
+        reserve_rows(to, 1);
+        at = move_entity(e, r, to);
+    }
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (SparseSet* set = sparse(ids[i]); set != nullptr && !existed[i]) set->insert(e, tick());
+    }
+    return at;
+}
+
 bool Core::remove(Entity e, std::span<const ComponentId> ids, const char* op) {
     const EntityRecord* r = try_record(e);
     if (r == nullptr) throw_not_alive(op, e, ids[0]);
     Archetype& from = *archetypes_[r->archetype];
+    // Sparse components are in no table: `removal_target` leaves them out of the set (a set
+    // difference), and they are erased from their sets once the row has moved (no throw).
+    const bool in_sets =
+        !sparse_sets_.empty() && std::any_of(ids.begin(), ids.end(), [&](ComponentId id) {
+            const SparseSet* set = sparse(id);
+            return set != nullptr && set->contains(e);
+        });
     if (std::none_of(ids.begin(), ids.end(), [&](ComponentId id) { return from.contains(id); })) {
-        return false;
+        if (!in_sets) return false;
+    } else {
+        Archetype& to = removal_target(from, ids);
+        reserve_rows(to, 1);
+        move_entity(e, *r, to);
     }
-    Archetype& to = removal_target(from, ids);
-    reserve_rows(to, 1);
-    move_entity(e, *r, to);
+    if (in_sets) {
+        for (const ComponentId id : ids) {
+            if (SparseSet* set = sparse(id)) set->erase(e);
+        }
+    }
     return true;
 }
 

@@ -378,23 +378,21 @@ void write_value(Storage& s, std::byte* p, const FieldInfo& f, const FieldValue&
 void set_field(World& w, Entity e, ComponentId id, FieldRef f, const FieldValue& value,
                const char* op) {
     Storage& s = w.storage();
-    const Location loc = s.try_location(e, id);
-    if (loc.archetype == nullptr) throw_lookup(s, op, e, id);
+    std::byte* data = value_of(s, e, id, op);  // table or sparse
     if (s.writes_watched()) [[unlikely]]
         check_write(s, op, e, id);
     const bool hooked = s.hooked(id);
     // Observers, and interning a text into the world's strings, are the world's thread's.
     if (hooked || (f.info->type == Field::str && value.kind == FieldValue::Kind::text))
         check_not_parallel(s, op);
-    const Column& col = loc.archetype->columns[static_cast<std::uint32_t>(loc.column)];
-    std::byte* p = col.data + std::size_t{loc.row} * col.size + f.offset;
+    std::byte* p = data + f.offset;
     write_value(s, p, *f.info, value, [&](const std::string& why) {
         std::ostringstream os;
-        os << op << '(' << e << ", " << col.info->name << ", " << quote(f.info->name)
+        os << op << '(' << e << ", " << component_info(id).name << ", " << quote(f.info->name)
            << "): " << why;
         throw Error(errc::invalid_argument, os.str());
     });
-    s.stamp_changed(*loc.archetype, loc.row, loc.column);
+    s.stamp_changed_of(e, id);
     if (hooked) s.hooks().set(s, e, id);
 }
 
@@ -654,7 +652,14 @@ std::uint64_t tick_by_id(detail::Storage& s, Entity e, ComponentId id, bool adde
                                        : "the component was defined with track_changes = false"));
     }
     const detail::Location loc = s.try_location(e, id);
-    if (loc.archetype == nullptr) detail::throw_lookup(s, op, e, id);
+    if (loc.archetype == nullptr) {
+        if (const detail::SparseSet* set = s.sparse(id)) {  // sparse sets keep ticks already
+            const std::uint32_t row = set->find(e);
+            if (row == detail::SparseSet::no_row) detail::throw_lookup(s, op, e, id);
+            return added ? set->added()[row] : set->changed_at(row);
+        }
+        detail::throw_lookup(s, op, e, id);
+    }
     s.track(id);
     const detail::Column& col = loc.archetype->columns[static_cast<std::uint32_t>(loc.column)];
     return added ? col.added[loc.row] : col.changed_at(loc.row);

@@ -418,6 +418,26 @@ std::uint32_t archetype_of(const Storage& s, Entity e) noexcept {
     return r == nullptr ? no_index : r->archetype;
 }
 
+/// Calls `fn(id)` for each component of `e` (alive, in table `table`), ascending: the table's
+/// and, in a world with sparse components, those of the sets that hold `e`. Collected before
+/// the first call (callbacks' structural changes are deferred, values may change).
+template <class F>
+void each_component_of(Storage& s, Entity e, std::uint32_t table, F&& fn) {
+    const std::span<const ComponentId> ids = s.archetype(table).ids;
+    if (s.sparse_sets().empty()) [[likely]] {
+        for (const ComponentId id : ids) fn(id);
+        return;
+    }
+    ScratchArray<ComponentId> all(ids.size() + s.sparse_sets().size(), s.resource());
+    std::size_t n = 0;
+    for (const ComponentId id : ids) all[n++] = id;
+    for (const SparseSet* set : s.sparse_sets()) {
+        if (set->contains(e)) all[n++] = set->info().id;
+    }
+    std::sort(all.data(), all.data() + n);
+    for (std::size_t i = 0; i < n; ++i) fn(all[i]);
+}
+
 }  // namespace
 
 void begin_notify(Storage& s) noexcept {
@@ -455,7 +475,7 @@ void notify_spawned(Storage& s, Entity e) {
             reg.deliver(Event::spawn, e);
             const std::uint32_t to = archetype_of(s, e);
             if (to == no_index) return;
-            for (const ComponentId id : s.archetype(to).ids) reg.deliver(Event::add, id, e);
+            each_component_of(s, e, to, [&](ComponentId id) { reg.deliver(Event::add, id, e); });
             reg.deliver_move(Event::enter, e, no_index, to);
         },
         no_finish);
@@ -511,10 +531,14 @@ bool remove_notifying(Storage& s, Entity e, std::span<const ComponentId> ids, co
     ScratchArray<ComponentId> buffer(ids.size(), s.resource());
     std::span<ComponentId> present = buffer.span();
     std::size_t n = 0;
+    std::size_t in_table = 0;  // the others are sparse: erased from their sets, no row moves
     for (const ComponentId id : ids) {
-        if (from.contains(id) &&
+        const bool here = from.contains(id);
+        const SparseSet* set = here ? nullptr : s.sparse(id);
+        if ((here || (set != nullptr && set->contains(e))) &&
             std::find(present.data(), present.data() + n, id) == present.data() + n) {
             present[n++] = id;
+            in_table += here ? 1 : 0;
         }
     }
     if (n == 0) {
@@ -524,29 +548,35 @@ bool remove_notifying(Storage& s, Entity e, std::span<const ComponentId> ids, co
     present = present.first(n);
     std::sort(present.begin(), present.end());
     // Everything that can fail happens before the first callback.
-    Archetype& to = s.removal_target(from, present);
-    s.reserve_rows(to, 1);
+    Archetype* to = in_table != 0 ? &s.removal_target(from, present) : nullptr;
+    if (to != nullptr) s.reserve_rows(*to, 1);
     commit();
     const std::uint32_t from_index = from.index;
-    if (s.observers() == nullptr) {
-        s.move_entity(e, *s.try_record(e), to);
-        return true;
-    }
-    ObserverRegistry& reg = *s.observers();
     bool moved = false;
     auto move = [&]() noexcept {
         if (moved) return;
         moved = true;
-        s.move_entity(e, *s.try_record(e), to);  // callbacks can't have moved `e`: deferred
+        // Callbacks can't have moved `e` or changed its sets: their changes are deferred.
+        if (to != nullptr) s.move_entity(e, *s.try_record(e), *to);
+        if (in_table != n) {
+            for (const ComponentId id : present) {
+                if (SparseSet* set = s.sparse(id)) set->erase(e);
+            }
+        }
     };
+    if (s.observers() == nullptr) {
+        move();
+        return true;
+    }
+    ObserverRegistry& reg = *s.observers();
     notifying(
         s,
         [&] {
             for (const ComponentId id : present) reg.deliver(Event::remove, id, e);
             move();
-            if (reg.has_query_observers()) {
-                reg.deliver_move(Event::exit, e, from_index, to.index);
-                reg.deliver_move(Event::enter, e, from_index, to.index);
+            if (to != nullptr && reg.has_query_observers()) {
+                reg.deliver_move(Event::exit, e, from_index, to->index);
+                reg.deliver_move(Event::enter, e, from_index, to->index);
             }
         },
         move);
@@ -564,7 +594,8 @@ bool despawn_notifying(Storage& s, Entity e) {
         s,
         [&] {
             reg.deliver(Event::despawn, e);
-            for (const ComponentId id : s.archetype(from).ids) reg.deliver(Event::remove, id, e);
+            each_component_of(s, e, from,
+                              [&](ComponentId id) { reg.deliver(Event::remove, id, e); });
             reg.deliver_move(Event::exit, e, from, no_index);
             kill();
         },
@@ -577,7 +608,7 @@ std::size_t despawn_notifying(Storage& s, std::span<const Entity> es, Commit com
     std::size_t n = 0;
     const auto hooked = [&s](Entity e) {
         const EntityRecord* r = s.try_record(e);
-        return r != nullptr && s.hooked(*r);
+        return r != nullptr && (s.hooked(*r) || sparse_hooked(s, e));
     };
     if (s.observers() == nullptr || std::none_of(es.begin(), es.end(), hooked)) {
         for (const Entity e : es) n += s.despawn(e) ? 1 : 0;

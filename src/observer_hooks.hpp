@@ -4,6 +4,7 @@
 #pragma once
 
 #include <tessera/detail/notify.hpp>
+#include <tessera/detail/operations.hpp>
 #include <tessera/detail/storage.hpp>
 
 namespace tessera::detail {
@@ -25,7 +26,9 @@ public:
     }
     bool despawn(Storage& s, Entity e) const override {
         const EntityRecord* r = s.try_record(e);
-        return r != nullptr && s.hooked(*r) ? despawn_notifying(s, e) : s.despawn(e);
+        // A sparse component's observers count too (its set, not the table, holds it).
+        return r != nullptr && (s.hooked(*r) || sparse_hooked(s, e)) ? despawn_notifying(s, e)
+                                                                     : s.despawn(e);
     }
     bool apply(Storage&, const Command&, Entity, Entity, Commit) const override {
         TESSERA_ASSERT(false, "ObserverHooks::apply: a relation command without relations");

@@ -6,6 +6,7 @@
 #include "required.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 
 namespace tessera::detail {
@@ -13,6 +14,23 @@ namespace tessera::detail {
 [[noreturn]] void throw_not_alive(const char* op, Entity e, ComponentId id);
 
 void put_value(Storage& s, TableRow at, ComponentId id, std::byte* value, bool existed) noexcept {
+    if (const SparseSet* set = s.sparse(id)) [[unlikely]] {
+        // A sparse component: its entry in the set exists already (prepare_add, apply_place).
+        const ComponentInfo& info = set->info();
+        if (info.size == 0) {
+            if (value != nullptr && info.destroy != nullptr) info.destroy(value, 1);
+            return;
+        }
+        const std::uint32_t row = set->find(at.archetype->entities[at.row]);
+        std::byte* dst = set->value(row);
+        if (existed && info.destroy != nullptr) info.destroy(dst, 1);
+        if (info.relocate != nullptr)
+            info.relocate(dst, value, 1);
+        else
+            std::memcpy(dst, value, info.size);
+        if (existed) set->stamp_changed(row, s.tick());
+        return;
+    }
     const std::int32_t c = at.archetype->column_index(id);
     if (c < 0 || at.archetype->columns[static_cast<std::uint32_t>(c)].size == 0) {
         // A tag: no bytes to place (an enableable tag's flag is set by the move).
@@ -37,7 +55,7 @@ void apply_add(Storage& s, Entity e, std::span<const ComponentId> call_ids,
     if (r == nullptr) throw_not_alive(op, e, call_ids[0]);
     const std::uint32_t from = r->archetype;
     Required required(s, call_ids, call_values);
-    required.bring(s.archetype(from), op);
+    required.bring(s.archetype(from), op, e);
     const std::span<const ComponentId> ids = required.ids();
     std::byte* const* values = required.values();
     ScratchArray<bool> existed(ids.size(), s.resource());
@@ -61,17 +79,35 @@ void apply_place(Storage& s, Entity e, std::span<const ComponentId> call_ids,
     const std::span<const ComponentId> ids = required.ids();
     std::byte* const* values = required.values();
     for (const ComponentId id : ids) s.ensure_component(id);
+    // The table takes the table components; sparse ones go to their sets (room first).
     ScratchArray<ComponentId> sorted(ids.size(), s.resource());
-    std::copy(ids.begin(), ids.end(), sorted.data());
-    std::sort(sorted.data(), sorted.data() + ids.size());
-    Archetype& to = s.archetype_for(sorted.span());
+    std::size_t n = 0;
+    for (const ComponentId id : ids) {
+        if (s.sparse(id) == nullptr) sorted[n++] = id;
+    }
+    std::sort(sorted.data(), sorted.data() + n);
+    Archetype& to = s.archetype_for({sorted.data(), n});
     s.reserve_rows(to, 1);
+    if (n != ids.size()) s.reserve_sparse(ids, e.index);
     // Nothing below throws until the observers.
     const TableRow at = s.move_entity(e, *r, to);
+    if (n != ids.size()) {
+        for (const ComponentId id : ids) {
+            if (SparseSet* set = s.sparse(id)) set->insert(e, s.tick());
+        }
+    }
     for (std::size_t i = 0; i < ids.size(); ++i) put_value(s, at, ids[i], values[i], false);
     required.consumed();
     commit();
-    if (s.hooked(to)) s.hooks().spawned(s, e);
+    if (s.hooked(to) || s.hooked(ids)) s.hooks().spawned(s, e);  // ids: the sparse ones too
+}
+
+bool sparse_hooked(const Storage& s, Entity e) noexcept {
+    if (!s.hooked()) return false;
+    for (const SparseSet* set : s.sparse_sets()) {
+        if (s.hooked(set->info().id) && set->contains(e)) return true;
+    }
+    return false;
 }
 
 bool apply_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
@@ -125,7 +161,7 @@ void live_distinct(Storage& s, std::span<const Entity> es, bool skip_queued,
 std::size_t apply_despawns(Storage& s, std::span<const Entity> es) {
     const auto concerned = [&s](Entity e) {
         const EntityRecord* r = s.try_record(e);
-        return r != nullptr && s.hooked(*r);
+        return r != nullptr && (s.hooked(*r) || sparse_hooked(s, e));
     };
     if (!s.hooked() || (s.relations() == nullptr && std::none_of(es.begin(), es.end(), concerned)))
         [[likely]] {
@@ -282,7 +318,7 @@ Applied apply_front(Storage& s, CommandQueue& q, Entity target, Entity other) {
             ScratchArray<ComponentId> buffer(n, s.resource());
             std::size_t present = 0;
             for (const Command& c : call) {
-                if (from.contains(c.id)) buffer[present++] = c.id;
+                if (from.contains(c.id) || s.has(target, c.id)) buffer[present++] = c.id;  // sparse
             }
             const std::span<const ComponentId> ids(buffer.data(), present);
             if (present == 0) {

@@ -54,21 +54,50 @@ bool left_behind(const Storage& s, ComponentId id, ComponentId prefab) noexcept 
     return id == prefab || s.info(id).reserved || s.reserved(id);
 }
 
-/// The prefab's components an instance copies (ascending ids).
+void check_copyable(const ComponentInfo& info, Entity prefab) {
+    if (!info.is_tag() && !info.copyable()) {
+        std::ostringstream os;
+        os << op << ": component " << info.name << " of prefab " << prefab
+           << " can't be copied (it has no copy constructor)";
+        throw Error(errc::invalid_argument, os.str());
+    }
+}
+
+/// The prefab's components an instance copies: its table's (ascending ids), then its sparse
+/// ones (detail/sparse_set.hpp: in their sets, in the order the world made the sets).
 void copied_ids(const Storage& s, const Level& l, std::pmr::vector<ComponentId>& out) {
     const ComponentId prefab = lookup_id<Prefab>();
     for (const ComponentId id : l.source->ids) {
         if (left_behind(s, id, prefab)) continue;
-        const ComponentInfo& info = s.info(id);
-        if (!info.is_tag() && !info.copyable()) {
-            std::ostringstream os;
-            os << op << ": component " << info.name << " of prefab " << l.prefab
-               << " can't be copied (it has no copy constructor)";
-            throw Error(errc::invalid_argument, os.str());
-        }
+        check_copyable(s.info(id), l.prefab);
         out.push_back(id);
     }
+    for (const SparseSet* set : s.sparse_sets()) {
+        if (!set->contains(l.prefab)) continue;
+        check_copyable(set->info(), l.prefab);
+        out.push_back(set->info().id);
+    }
 }
+
+/// The value an instance of `l` copies for `id` (a column of the prefab's row, or its sparse
+/// entry).
+const std::byte* source_value(const Storage& s, const Level& l, ComponentId id) noexcept {
+    if (const SparseSet* set = s.sparse(id)) return set->value(set->find(l.prefab));
+    const Column& c = l.source->columns[static_cast<std::uint32_t>(l.source->column_index(id))];
+    return c.data + std::size_t{l.source_row} * c.size;
+}
+
+/// The sparse components of one level's instances (immediate path): `n` values built in the
+/// set's room past its end, rows [size + offset, size + offset + n), then inserted in this
+/// list's order (so each row lands on its value). `override_at` is the index of the call's
+/// override, or `no_override` for a copy of the prefab's value.
+struct SparseCopy {
+    static constexpr std::size_t no_override = std::numeric_limits<std::size_t>::max();
+    std::size_t level;
+    SparseSet* set;
+    std::size_t offset = 0;
+    std::size_t override_at = no_override;
+};
 
 /// Copy-constructs `n` copies of the value at `src` into `dst` (uninitialised); when a copy
 /// throws, the ones made are destroyed.
@@ -156,11 +185,8 @@ Entity queue_one(Storage& s, const Level& l, Entity parent, OverrideValues* over
                 overrides->moved |= std::uint64_t{1} << k;
             }
         }
-        if (given == nullptr && !info.is_tag()) {
-            const Column& c =
-                l.source->columns[static_cast<std::uint32_t>(l.source->column_index(ids[i]))];
-            fill_copies(info, value, c.data + std::size_t{l.source_row} * c.size, 1);
-        }
+        if (given == nullptr && !info.is_tag())
+            fill_copies(info, value, source_value(s, l, ids[i]), 1);
         s.watch(e, ids[i], s.deferred().mark());
         s.deferred().push_add(e, info, value, i == 0 ? group : 0);
     }
@@ -216,7 +242,7 @@ std::span<const Entity> instantiate_now(Storage& s, Entity prefab, std::size_t n
     // An override the prefab lacks brings its requirements the prefab lacks too (the copied
     // ones are kept as they are); they are placed as overrides.
     Required brought(s, overrides.ids, overrides.values);
-    brought.bring(*levels.front().source, op);
+    brought.bring(*levels.front().source, op, prefab);  // its sparse components count too
     const std::span<const ComponentId> override_ids = brought.ids();
     std::byte* const* override_values = brought.values();
     const std::size_t total = n * levels.size();
@@ -231,11 +257,40 @@ std::span<const Entity> instantiate_now(Storage& s, Entity prefab, std::size_t n
     s.check_plain(override_ids, op);
     for (const ComponentId id : override_ids) s.ensure_component(id);
     std::pmr::vector<ComponentId> ids(&scratch);
+    // Sparse components go to their sets, not the tables (rows counted per set in `offset`).
+    std::pmr::vector<SparseCopy> sparse(&scratch);
+    const auto split_sparse = [&](std::size_t l) {
+        std::size_t kept = 0;
+        for (const ComponentId id : ids) {
+            SparseSet* set = s.sparse(id);
+            if (set == nullptr) {
+                ids[kept++] = id;
+                continue;
+            }
+            bool seen = false;  // an override of a copied one: the override came first
+            SparseCopy copy{l, set};
+            for (const SparseCopy& c : sparse) {
+                seen |= c.level == l && c.set == set;
+                copy.offset += c.set == set ? n : 0;
+            }
+            if (seen) continue;
+            if (l == 0) {
+                const auto k = std::find(override_ids.begin(), override_ids.end(), id);
+                if (k != override_ids.end())
+                    copy.override_at = static_cast<std::size_t>(k - override_ids.begin());
+            }
+            sparse.push_back(copy);
+        }
+        ids.resize(kept);
+    };
     for (std::size_t l = 0; l < levels.size(); ++l) {
         ids.clear();
         ids.reserve(levels[l].source->ids.size() + override_ids.size() + 4);
         copied_ids(s, levels[l], ids);
-        if (l == 0) ids.insert(ids.end(), override_ids.begin(), override_ids.end());
+        // Overrides first, so a sparse one the prefab has too is placed as the override.
+        if (l == 0) ids.insert(ids.begin(), override_ids.begin(), override_ids.end());
+        if (!s.sparse_sets().empty()) [[unlikely]]
+            split_sparse(l);
         ids.push_back(isa_type.data);
         ids.push_back(isa_type.targets);
         if (levels[l].parent != no_level) {
@@ -274,6 +329,12 @@ std::span<const Entity> instantiate_now(Storage& s, Entity prefab, std::size_t n
         }
     }
     index.reserve_log(total - n);
+    // The sets' rows, then their pages (a later grow would move only the rows inserted).
+    for (const SparseCopy& c : sparse) c.set->reserve_rows(c.offset + n);
+    for (const SparseCopy& c : sparse) {
+        for (std::size_t i = 0; i < n; ++i)
+            c.set->reserve(made[levels[c.level].first + i].index, 0);
+    }
 
     // The values, straight into the rows past each table's end (nothing visible yet).
     std::size_t done_levels = 0;
@@ -281,6 +342,21 @@ std::span<const Entity> instantiate_now(Storage& s, Entity prefab, std::size_t n
     const auto is_override = [&](const Level& level, ComponentId id) {
         return &level == &levels.front() &&
                std::find(override_ids.begin(), override_ids.end(), id) != override_ids.end();
+    };
+    const auto destroy_tables = [&] {
+        for (std::size_t l = 0; l <= done_levels && l < levels.size(); ++l) {
+            const Level& level = levels[l];
+            const std::size_t columns =
+                l < done_levels ? level.target->columns.size() : done_columns;
+            for (std::size_t k = 0; k < columns; ++k) {
+                const Column& c = level.target->columns[k];
+                if (c.destroy == nullptr || is_override(level, c.id)) continue;
+                c.destroy(c.data + std::size_t{level.first_row} * c.size, n);
+            }
+        }
+    };
+    const auto slot = [](const SparseCopy& c) {
+        return c.set->value(static_cast<std::uint32_t>(c.set->size() + c.offset));
     };
     try {
         for (; done_levels < levels.size(); ++done_levels) {
@@ -308,16 +384,27 @@ std::span<const Entity> instantiate_now(Storage& s, Entity prefab, std::size_t n
             }
         }
     } catch (...) {
-        for (std::size_t l = 0; l <= done_levels && l < levels.size(); ++l) {
-            const Level& level = levels[l];
-            const std::size_t columns =
-                l < done_levels ? level.target->columns.size() : done_columns;
-            for (std::size_t k = 0; k < columns; ++k) {
-                const Column& c = level.target->columns[k];
-                if (c.destroy == nullptr || is_override(level, c.id)) continue;
-                c.destroy(c.data + std::size_t{level.first_row} * c.size, n);
-            }
+        destroy_tables();
+        throw;
+    }
+    // The sparse copies, into their sets' room past the end (not rows yet).
+    std::size_t done_sparse = 0;
+    try {
+        for (; done_sparse < sparse.size(); ++done_sparse) {
+            const SparseCopy& c = sparse[done_sparse];
+            const ComponentInfo& info = c.set->info();
+            if (c.override_at != SparseCopy::no_override || info.is_tag()) continue;
+            fill_copies(info, slot(c), source_value(s, levels[c.level], info.id), n);
         }
+    } catch (...) {
+        for (std::size_t k = 0; k < done_sparse; ++k) {
+            const SparseCopy& c = sparse[k];
+            const ComponentInfo& info = c.set->info();
+            if (c.override_at == SparseCopy::no_override && !info.is_tag() &&
+                info.destroy != nullptr)
+                info.destroy(slot(c), n);
+        }
+        destroy_tables();
         throw;
     }
     // Nothing fails from here on. The overrides go in last: they are relocated, not copied.
@@ -329,12 +416,28 @@ std::span<const Entity> instantiate_now(Storage& s, Entity prefab, std::size_t n
             destroy_value(info, override_values[k]);
             continue;
         }
+        if (c < 0) continue;  // a sparse override: below
         const Column& col = root.target->columns[static_cast<std::uint32_t>(c)];
         std::byte* dst = col.data + std::size_t{root.first_row} * col.size;
         if (info.relocate != nullptr)
             info.relocate(dst, override_values[k], 1);
         else
             std::memcpy(dst, override_values[k], info.size);
+    }
+    for (const SparseCopy& c : sparse) {
+        const ComponentInfo& info = c.set->info();
+        if (c.override_at != SparseCopy::no_override && !info.is_tag()) {
+            std::byte* given = override_values[c.override_at];
+            if (info.relocate != nullptr)
+                info.relocate(slot(c), given, 1);
+            else
+                std::memcpy(slot(c), given, info.size);
+        }
+    }
+    // Their rows, in the list's order: each lands on the value built for it (reserved).
+    for (const SparseCopy& c : sparse) {
+        for (std::size_t i = 0; i < n; ++i)
+            (void)c.set->insert(made[levels[c.level].first + i], s.tick());
     }
     overrides.moved = ~std::uint64_t{0};
     brought.consumed();
@@ -354,7 +457,8 @@ std::span<const Entity> instantiate_now(Storage& s, Entity prefab, std::size_t n
     if (s.hooked()) {
         for (const Entity e : made) {
             const EntityRecord* r = s.try_record(e);
-            if (r != nullptr && s.hooked(s.archetype(r->archetype))) s.hooks().spawned(s, e);
+            if (r != nullptr && (s.hooked(s.archetype(r->archetype)) || sparse_hooked(s, e)))
+                s.hooks().spawned(s, e);
         }
     }
     made.resize(n);          // the roots; no allocation

@@ -46,6 +46,14 @@ std::size_t despawn_run(World& world, QueryState& state, std::span<const Entity>
     }
 }
 
+void throw_sparse_query(const char* op) {
+    throw Error(errc::invalid_argument,
+                std::string(op) +
+                    ": the query names a sparse component (storage_kind::sparse), which chunks "
+                    "and query observers don't see; iterate it with each, or observe the sparse "
+                    "component with on_add / on_remove");
+}
+
 void throw_foreign_query(const char* op) {
     throw Error(
         errc::invalid_argument,
@@ -90,6 +98,7 @@ void QueryState::add_filter(ChangeFilter f) {
 
 bool QueryState::passes(const Archetype& a, std::uint32_t row) const noexcept {
     for (const ChangeFilter& f : filters_) {
+        if (f.sparse) continue;  // checked by the sparse run
         const Column& c = a.columns[static_cast<std::uint32_t>(a.column_index(f.id))];
         const std::uint64_t t = f.added ? c.added[row] : c.changed_at(row);
         if (t <= (f.since_last_run ? run_since_ : f.tick)) return false;
@@ -99,7 +108,7 @@ bool QueryState::passes(const Archetype& a, std::uint32_t row) const noexcept {
 
 bool QueryState::block_passes(const Archetype& a, std::size_t block) const noexcept {
     for (const ChangeFilter& f : filters_) {
-        if (f.added) continue;  // added ticks have no block bounds
+        if (f.added || f.sparse) continue;  // added ticks have no block bounds
         const Column& c = a.columns[static_cast<std::uint32_t>(a.column_index(f.id))];
         const std::uint64_t since = f.since_last_run ? run_since_ : f.tick;
         if (load_bound(c.changed_max[block]) <= since && c.stamped <= since) return false;

@@ -122,6 +122,11 @@ ComponentId publish(Registry& r, const ComponentInfo& info_in, std::string_view 
 namespace detail {
 
 ComponentId register_type(const TypeDescriptor& d) {
+    if (d.info.sparse && d.info.reserved) {
+        throw Error(errc::invalid_argument,
+                    "component_id<" + std::string(d.name) +
+                        ">: a relation's component cannot have storage_kind::sparse");
+    }
     Registry& r = registry();
     std::lock_guard lock(r.mutex);
     // Named types are keyed by their mangled name: exact (the readable one drops details such as
@@ -137,6 +142,15 @@ ComponentId register_type(const TypeDescriptor& d) {
                                 ">: a component of this name is already registered with " +
                                 layout(known.size, known.alignment) + "; this type has " +
                                 layout(d.info.size, d.info.alignment));
+            }
+            if (known.sparse != d.info.sparse) {
+                // Two shared libraries disagreeing on component_traits<T>::storage: worlds
+                // would keep the type in tables and sparse sets at once.
+                throw Error(errc::invalid_argument,
+                            "component_id<" + std::string(d.name) +
+                                ">: a component of this name is already registered with " +
+                                (known.sparse ? "sparse" : "table") + " storage; this type has " +
+                                (d.info.sparse ? "sparse" : "table") + " storage");
             }
             return ComponentId{it->second};
         }

@@ -63,6 +63,12 @@ public:
     /// add/remove/spawn). @throws invalid_argument when the type is a plain component here.
     Kind& kind_for(Storage& s, const RelationType& type, const char* op) {
         if (Kind* k = find(type.data)) return *k;
+        if (component_info(type.data).sparse) {  // relations keep their data in tables
+            throw Error(errc::invalid_argument,
+                        std::string(op) + '<' + relation_type_name(type) +
+                            ">: " + relation_type_name(type) +
+                            " has storage_kind::sparse; a relation's data is kept in tables");
+        }
         for (std::size_t i = first_user_archetype; i < s.archetype_end(); ++i) {
             const Archetype& a = s.archetype(static_cast<std::uint32_t>(i));
             if (a.contains(type.data) || a.contains(type.targets)) {

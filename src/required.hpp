@@ -19,7 +19,9 @@ public:
     /// Finds and makes them (not in the constructor: a bad_alloc here must reach the
     /// destructor, which destroys the values made so far). @throws std::bad_alloc,
     /// Error(invalid_argument) when one is kept by a layer above (a relation's component).
-    void bring(const Archetype& from, const char* op) {
+    /// `holder`, when not null, is the entity whose sparse components count as present (a
+    /// sparse component is in a set, not in `from`).
+    void bring(const Archetype& from, const char* op, Entity holder = Entity::null()) {
         Storage& s = s_;
         const std::span<const ComponentId> ids = call_ids_;
         std::byte* const* values = call_values_;
@@ -28,7 +30,10 @@ public:
         if (!brings) [[likely]]
             return;
         const auto named = [&](ComponentId id) {
-            return from.contains(id) || std::find(ids_.begin(), ids_.end(), id) != ids_.end();
+            if (from.contains(id) || std::find(ids_.begin(), ids_.end(), id) != ids_.end())
+                return true;
+            const SparseSet* set = s.sparse(id);
+            return set != nullptr && set->contains(holder);
         };
         ids_.assign(ids.begin(), ids.end());
         for (const ComponentId id : ids) {

@@ -247,7 +247,7 @@ std::vector<std::byte> save_binary(const Storage& s, const char* op) {
     out.reserve(estimate);
     Writer w(out);
     w.bytes(binary_magic, 4);
-    w.u32(format_version);
+    w.u32(sc.sparse.empty() ? format_version : format_version_sparse);
     w.put<std::uint64_t>(s.tick());
     w.u32s(s.record_count(), [&](std::size_t i) { return s.records()[i].generation; });
     w.list<std::uint32_t>(free_list(s));
@@ -289,6 +289,16 @@ std::vector<std::byte> save_binary(const Storage& s, const char* op) {
             for (const Entity e : k.sources[t]) w.u32(e.index);
         }
     }
+    // Version 2: the sparse sections' components and entities (their values come after the
+    // tables' columns).
+    if (!sc.sparse.empty()) {
+        w.u32(sc.sparse.size());
+        for (std::size_t si = 0; si < sc.sparse.size(); ++si) {
+            const SparseSet& set = *sc.sparse[si];
+            w.u32(sc.sparse_component[si]);
+            w.u32s(set.size(), [&](std::size_t r) { return set.entities()[r].index; });
+        }
+    }
     // The columns, archetype by archetype, in the order their components are listed.
     for (std::size_t ai = 0; ai < sc.archetypes.size(); ++ai) {
         const Archetype& a = s.archetype(sc.archetype_index[ai]);
@@ -323,6 +333,27 @@ std::vector<std::byte> save_binary(const Storage& s, const char* op) {
             }
         }
     }
+    // The sparse values, section by section (a flat value as it lies, others by field), then
+    // the flags and ticks as a column's.
+    for (const SparseSet* set : sc.sparse) {
+        const ComponentInfo& info = set->info();
+        const std::uint32_t n = set->size();
+        if (info.is_tag()) {
+            // flags and ticks only
+        } else if (info.schema->flat) {
+            w.bytes(set->data(), std::size_t{n} * info.size);
+        } else {
+            for (std::uint32_t r = 0; r < n; ++r) {
+                write_fields(w, *info.schema, set->value(r),
+                             [&] { return place(set->entities()[r], info); });
+            }
+        }
+        if (set->enabled() != nullptr) w.bytes(set->enabled(), n);
+        if (set->tracked()) {
+            w.bytes(set->added(), std::size_t{n} * sizeof(std::uint64_t));
+            for (std::uint32_t r = 0; r < n; ++r) w.put<std::uint64_t>(set->changed_at(r));
+        }
+    }
     // The names (names.hpp), last and only when there are any, so a world without names
     // saves as before: a count, then (entity index, name) each.
     std::vector<std::pair<std::uint32_t, std::string_view>> names;
@@ -351,7 +382,22 @@ public:
 
     void values(std::size_t ai, std::size_t k, std::byte* dst, std::uint32_t n,
                 Storage& b) override {
-        const SavedComponent& sc = image_.components[image_.archetypes[ai].components[k]];
+        fill(image_.components[image_.archetypes[ai].components[k]], image_.archetypes[ai].entities,
+             dst, n, b);
+    }
+    void sparse_values(std::size_t si, std::byte* dst, std::uint32_t n, Storage& b) override {
+        fill(image_.components[image_.sparse[si].component], image_.sparse[si].entities, dst, n, b);
+    }
+    void sparse_flags(std::size_t si, std::uint8_t* dst, std::uint32_t n) override {
+        flags(si, 0, dst, n);
+    }
+    void sparse_ticks(std::size_t si, std::uint64_t* added, std::uint64_t* changed,
+                      std::uint32_t n) override {
+        ticks(si, 0, added, changed, n);
+    }
+    /// Constructs `n` values of `sc`, row r being entity index `entities[r]`.
+    void fill(const SavedComponent& sc, const std::vector<std::uint32_t>& entities, std::byte* dst,
+              std::uint32_t n, Storage& b) {
         const ComponentInfo& info = *sc.info;
         const std::size_t n_strings = b.strings().size();
         if (sc.codec == Codec::fields && info.schema->flat) {
@@ -374,7 +420,7 @@ public:
                 for (std::uint32_t i = 0; i < count; ++i) list.push_back(r_.get<Entity>());
             } else {
                 read_fields(r_, *info.schema, v, n_strings, [&] {
-                    const std::uint32_t index = image_.archetypes[ai].entities[row];
+                    const std::uint32_t index = entities[row];
                     return place(Entity{index, image_.generations[index]}, info);
                 });
             }
@@ -414,7 +460,9 @@ void load_binary(std::span<const std::byte> bytes, World& world) {
     Reader r(bytes);
     if (bytes.size() < 8 || std::memcmp(r.take(4), binary_magic, 4) != 0)
         fail(op, "not a tessera world (bad magic)");
-    if (r.u32() != format_version) fail(op, "an unsupported format version");
+    const std::uint32_t version = r.u32();
+    if (version != format_version && version != format_version_sparse)
+        fail(op, "an unsupported format version");
     Image image;
     image.tick = r.get<std::uint64_t>();
     image.generations = r.u32s();
@@ -455,6 +503,14 @@ void load_binary(std::span<const std::byte> bytes, World& world) {
             sr.sources.emplace_back(target, r.u32s());
         }
         image.relations.push_back(std::move(sr));
+    }
+    if (version == format_version_sparse) {
+        const std::uint32_t n_sparse = r.count(8);
+        if (n_sparse == 0) fail(op, "an empty sparse section list");
+        for (std::uint32_t i = 0; i < n_sparse; ++i) {
+            const std::uint32_t component = r.u32();
+            image.sparse.push_back(Image::Sparse{component, r.u32s()});
+        }
     }
     BinaryColumns columns(r, image, image.names);
     load_image(image, columns, world, op);

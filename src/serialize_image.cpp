@@ -80,6 +80,14 @@ Scan scan(const Storage& s, const char* op) {
         out.archetypes.push_back(std::move(comps));
         out.archetype_index.push_back(static_cast<std::uint32_t>(i));
     }
+    // The sparse sets that hold values (an empty one is as good as none, as an empty table).
+    for (const SparseSet* set : s.sparse_sets()) {
+        if (set->size() == 0) continue;
+        codec_of(set->info(), op);
+        out.sparse.push_back(set);
+        out.sparse_component.push_back(static_cast<std::uint32_t>(out.components.size()));
+        out.components.push_back(set->info().id);
+    }
     return out;
 }
 
@@ -216,6 +224,41 @@ void check_relations(const Image& image, Storage& b, const char* op) {
     }
 }
 
+// Fills the sparse sets of `b` (its tables and entities complete) from the image's sections:
+// each names a sparse component once and live, distinct entities. A set's values are built in
+// its room before its rows exist, so a throw leaves the set consistent (b is then dropped).
+void build_sparse(const Image& image, ColumnSource& columns, Storage& b, const char* op) {
+    const std::size_t n_records = image.generations.size();
+    std::vector<std::uint8_t> seen_component(image.components.size(), 0);
+    std::vector<std::uint32_t> stamp(n_records, 0);
+    for (std::size_t si = 0; si < image.sparse.size(); ++si) {
+        const Image::Sparse& section = image.sparse[si];
+        if (section.component >= image.components.size())
+            fail(op, "a sparse section names an unknown component");
+        const SavedComponent& c = image.components[section.component];
+        const std::string name(c.info->name);
+        if (!c.info->sparse) fail(op, "a sparse section names " + name + ", which is not sparse");
+        if (seen_component[section.component] != 0) fail(op, "two sparse sections of " + name);
+        seen_component[section.component] = 1;
+        SparseSet& set = *b.sparse(c.id);
+        const auto n = static_cast<std::uint32_t>(section.entities.size());
+        if (n == 0) continue;
+        set.reserve_rows(n);
+        for (const std::uint32_t index : section.entities) {
+            if (index >= n_records || StorageAccess::record(b, index).archetype == dead_archetype)
+                fail(op, name + ": a sparse value of an entity that is not alive");
+            if (stamp[index] == si + 1) fail(op, name + ": an entity has two sparse values");
+            stamp[index] = static_cast<std::uint32_t>(si + 1);
+            set.reserve(index, 0);
+        }
+        if (!c.info->is_tag()) columns.sparse_values(si, set.value(0), n, b);  // set is empty
+        for (const std::uint32_t index : section.entities)
+            (void)set.insert(Entity{index, StorageAccess::record(b, index).generation}, b.tick());
+        if (set.enabled() != nullptr) columns.sparse_flags(si, set.enabled(), n);
+        if (set.tracked()) columns.sparse_ticks(si, set.added(), set.changed(), n);
+    }
+}
+
 // Builds `b` (fresh, the target's resource) from `image` and `columns`, checking everything.
 void build(const Image& image, ColumnSource& columns, Storage& b, const char* op) {
     const std::size_t n_records = image.generations.size();
@@ -236,6 +279,16 @@ void build(const Image& image, ColumnSource& columns, Storage& b, const char* op
     // Components: recorded, tracked ones tracked, relations registered before any table.
     for (const SavedComponent& c : image.components) {
         b.ensure_component(c.id);
+        if (c.info->sparse) {
+            // Its set keeps ticks or not by its type (tracked from the start): the saved
+            // data must agree, or the ticks would be misread.
+            if (c.tracked != b.sparse(c.id)->tracked())
+                fail(op, "component " + std::string(c.info->name) + " was saved " +
+                             (c.tracked ? "with" : "without") +
+                             " change ticks; the program's sparse set keeps " +
+                             (c.tracked ? "none" : "them"));
+            continue;
+        }
         if (c.tracked) {
             if (!c.info->track_changes || c.info->is_tag())
                 fail(op, "component " + std::string(c.info->name) + " can't carry change ticks");
@@ -268,6 +321,10 @@ void build(const Image& image, ColumnSource& columns, Storage& b, const char* op
         ids.clear();
         for (const std::uint32_t c : sa.components) {
             if (c >= image.components.size()) fail(op, "an archetype names an unknown component");
+            if (image.components[c].info->sparse)
+                fail(op, "an archetype names the sparse component " +
+                             std::string(image.components[c].info->name) +
+                             " (sparse components are in their sets, not in tables)");
             ids.push_back(image.components[c].id);
         }
         sorted = ids;
@@ -342,6 +399,7 @@ void build(const Image& image, ColumnSource& columns, Storage& b, const char* op
         b.reserve_permanent(index);
         b.set_permanent(index);
     }
+    build_sparse(image, columns, b, op);
     check_relations(image, b, op);
 }
 

@@ -9,6 +9,9 @@
 //   - the archetypes in creation order (the empty one first), each with its entities in row
 //     order and, per component, its values, enable flags and change ticks;
 //   - for each relation kind, the reverse lists (sources per target, in relate order);
+//   - the sparse components (detail/sparse_set.hpp) that hold values, each with its entities in
+//     its set's row order and their values, enable flags and change ticks (a world without
+//     them saves as before: JSON without "sparse", binary as format version 1);
 //   - the entity names (names.hpp), by entity index.
 // Entity records are not stored: an entity's archetype and row are where its row is found,
 // the free list links the dead ones. Loading builds a fresh storage and validates everything
@@ -34,6 +37,9 @@ namespace tessera::detail::serial {
 
 /// The version both formats write and accept.
 inline constexpr int format_version = 1;
+/// The binary format's version of a world with sparse values (a sparse section after the
+/// relations and after the columns); loaders accept both.
+inline constexpr int format_version_sparse = 2;
 
 // ------------------------------------------------------------------- what a column holds
 
@@ -55,6 +61,10 @@ struct Scan {
     std::vector<ComponentId> components;
     std::vector<std::vector<std::uint32_t>> archetypes;  // from empty_archetype, pending skipped
     std::vector<std::uint32_t> archetype_index;          // storage index of each
+    /// The sparse sets that hold values, in the world's order, and each one's component
+    /// index (into `components`, where sparse components come after the tables' ones).
+    std::vector<const SparseSet*> sparse;
+    std::vector<std::uint32_t> sparse_component;
 };
 
 /// Scans a quiet storage; throws (naming `op`) when a component in use can't be saved.
@@ -97,6 +107,12 @@ struct Image {
     };
     std::vector<Archetype> archetypes;
     std::vector<SavedRelation> relations;
+    /// The sparse sections: a sparse component's index and its entities, in set order.
+    struct Sparse {
+        std::uint32_t component;
+        std::vector<std::uint32_t> entities;
+    };
+    std::vector<Sparse> sparse;
     /// Entity names (names.hpp): (entity index, name), for live entities.
     std::vector<std::pair<std::uint32_t, std::string>> names;
 };
@@ -121,6 +137,15 @@ public:
     /// Change ticks of a tracked component.
     virtual void ticks(std::size_t archetype, std::size_t component, std::uint64_t* added,
                        std::uint64_t* changed, std::uint32_t n) = 0;
+    /// Constructs the `n` values of sparse section `section` (an index into `Image::sparse`)
+    /// at `dst` (not called for a tag).
+    virtual void sparse_values(std::size_t section, std::byte* dst, std::uint32_t n,
+                               Storage& built) = 0;
+    /// Its enable flags (an enableable component).
+    virtual void sparse_flags(std::size_t section, std::uint8_t* dst, std::uint32_t n) = 0;
+    /// Its change ticks (a tracked set).
+    virtual void sparse_ticks(std::size_t section, std::uint64_t* added, std::uint64_t* changed,
+                              std::uint32_t n) = 0;
     /// Called once every column is filled (a reader checks it consumed its whole input).
     virtual void finish() {}
 };

@@ -314,6 +314,13 @@ json entity_json(Entity e) {
     return json::array({e.index, e.generation});
 }
 
+// A sparse set's changed ticks, row by row (its floor folded in).
+std::vector<std::uint64_t> changed_ticks(const SparseSet& set) {
+    std::vector<std::uint64_t> out(set.size());
+    for (std::uint32_t r = 0; r < set.size(); ++r) out[r] = set.changed_at(r);
+    return out;
+}
+
 json save_json(const Storage& s, const char* op) {
     const Scan sc = scan(s, op);
     json out;
@@ -398,6 +405,43 @@ json save_json(const Storage& s, const char* op) {
         archetypes.push_back(std::move(ja));
     }
     out["archetypes"] = std::move(archetypes);
+    // The sparse sets (optional: a world without sparse values has none, as older files).
+    json sparse = json::array();
+    for (std::size_t si = 0; si < sc.sparse.size(); ++si) {
+        const SparseSet& set = *sc.sparse[si];
+        const ComponentInfo& info = set.info();
+        json js;
+        js["component"] = sc.sparse_component[si];
+        std::vector<std::uint32_t> entities(set.size());
+        for (std::uint32_t r = 0; r < set.size(); ++r) entities[r] = set.entities()[r].index;
+        js["entities"] = std::move(entities);
+        if (info.is_tag()) {
+            js["values"] = nullptr;
+        } else {
+            json column = json::array();
+            for (std::uint32_t r = 0; r < set.size(); ++r) {
+                const Bad bad = [&](const std::string& why) {
+                    fail(op, "entity " + entity_text(set.entities()[r]) + ", component " +
+                                 std::string(info.name) + ": " + why);
+                };
+                column.push_back(value_to_json(*info.schema, set.value(r), s.strings_if(), bad));
+            }
+            js["values"] = std::move(column);
+        }
+        if (set.enabled() != nullptr)
+            js["enabled"] = std::vector<std::uint8_t>(set.enabled(), set.enabled() + set.size());
+        else
+            js["enabled"] = nullptr;
+        if (set.tracked()) {
+            js["ticks"] =
+                json::array({std::vector<std::uint64_t>(set.added(), set.added() + set.size()),
+                             changed_ticks(set)});
+        } else {
+            js["ticks"] = nullptr;
+        }
+        sparse.push_back(std::move(js));
+    }
+    if (!sparse.empty()) out["sparse"] = std::move(sparse);
     json relations = json::array();
     for (const RelationKindView& k : relation_kinds(s)) {
         json lists = json::array();
@@ -454,17 +498,44 @@ const json& member(const json& j, const char* key, const char* op) {
 
 class JsonColumns final : public ColumnSource {
 public:
-    JsonColumns(const json& archetypes, const Image& image)
-        : archetypes_(archetypes), image_(image) {}
+    JsonColumns(const json& archetypes, const json* sparse, const Image& image)
+        : archetypes_(archetypes), sparse_(sparse), image_(image) {}
 
     void values(std::size_t ai, std::size_t k, std::byte* dst, std::uint32_t n,
                 Storage& b) override {
-        const SavedComponent& sc = image_.components[image_.archetypes[ai].components[k]];
-        const json& column = cell(ai, "values", k, n);
+        fill(image_.components[image_.archetypes[ai].components[k]], image_.archetypes[ai].entities,
+             cell(ai, "values", k, n), dst, n, b);
+    }
+    void sparse_values(std::size_t si, std::byte* dst, std::uint32_t n, Storage& b) override {
+        const Image::Sparse& section = image_.sparse[si];
+        fill(image_.components[section.component], section.entities, sparse_cell(si, "values", n),
+             dst, n, b);
+    }
+    void sparse_flags(std::size_t si, std::uint8_t* dst, std::uint32_t n) override {
+        read_flags(sparse_cell(si, "enabled", n), dst, n);
+    }
+    void sparse_ticks(std::size_t si, std::uint64_t* added, std::uint64_t* changed,
+                      std::uint32_t n) override {
+        read_ticks(member(sparse_at(si), "ticks", op_), added, changed, n);
+    }
+    void flags(std::size_t ai, std::size_t k, std::uint8_t* dst, std::uint32_t n) override {
+        read_flags(cell(ai, "enabled", k, n), dst, n);
+    }
+    void ticks(std::size_t ai, std::size_t k, std::uint64_t* added, std::uint64_t* changed,
+               std::uint32_t n) override {
+        const json& pair = member(archetypes_[ai], "ticks", op_);
+        if (!pair.is_array() || pair.size() <= k) fail(op_, "missing change ticks");
+        read_ticks(pair[k], added, changed, n);
+    }
+
+private:
+    /// Constructs `n` values of `sc` from `column`, row r being entity index `entities[r]`.
+    void fill(const SavedComponent& sc, const std::vector<std::uint32_t>& entities,
+              const json& column, std::byte* dst, std::uint32_t n, Storage& b) {
         construct_rows(*sc.info, dst, n, b, [&](std::uint32_t r, std::byte* v) {
             const json& j = column[r];
             auto bad = [&](const std::string& why) {
-                const std::uint32_t index = image_.archetypes[ai].entities[r];
+                const std::uint32_t index = entities[r];
                 fail(op_, "entity " + entity_text(Entity{index, image_.generations[index]}) +
                               ", component '" + std::string(sc.info->name) + "', row " +
                               std::to_string(r) + ": " + why);
@@ -485,27 +556,29 @@ public:
             }
         });
     }
-    void flags(std::size_t ai, std::size_t k, std::uint8_t* dst, std::uint32_t n) override {
-        const json& column = cell(ai, "enabled", k, n);
+    void read_flags(const json& column, std::uint8_t* dst, std::uint32_t n) const {
         for (std::uint32_t r = 0; r < n; ++r) {
             if (!column[r].is_number_unsigned() || column[r].get<std::uint64_t>() > 1)
                 fail(op_, "a bad enable flag");
             dst[r] = column[r].get<std::uint8_t>();
         }
     }
-    void ticks(std::size_t ai, std::size_t k, std::uint64_t* added, std::uint64_t* changed,
-               std::uint32_t n) override {
-        const json& pair = member(archetypes_[ai], "ticks", op_);
-        if (!pair.is_array() || pair.size() <= k || !pair[k].is_array() || pair[k].size() != 2)
-            fail(op_, "missing change ticks");
-        const auto a = json_list<std::uint64_t>(pair[k][0], "ticks", op_);
-        const auto c = json_list<std::uint64_t>(pair[k][1], "ticks", op_);
+    void read_ticks(const json& pair, std::uint64_t* added, std::uint64_t* changed,
+                    std::uint32_t n) const {
+        if (!pair.is_array() || pair.size() != 2) fail(op_, "missing change ticks");
+        const auto a = json_list<std::uint64_t>(pair[0], "ticks", op_);
+        const auto c = json_list<std::uint64_t>(pair[1], "ticks", op_);
         if (a.size() != n || c.size() != n) fail(op_, "change ticks of the wrong length");
         std::copy(a.begin(), a.end(), added);
         std::copy(c.begin(), c.end(), changed);
     }
-
-private:
+    const json& sparse_at(std::size_t si) const { return (*sparse_)[si]; }  // checked by load
+    const json& sparse_cell(std::size_t si, const char* key, std::uint32_t n) const {
+        const json& cells = member(sparse_at(si), key, op_);
+        if (!cells.is_array() || cells.size() != n)
+            fail(op_, std::string("'") + key + "' of a sparse section has the wrong shape");
+        return cells;
+    }
     const json& cell(std::size_t ai, const char* key, std::size_t k, std::uint32_t n) const {
         const json& cells = member(archetypes_[ai], key, op_);
         if (!cells.is_array() || cells.size() <= k || !cells[k].is_array() || cells[k].size() != n)
@@ -513,6 +586,7 @@ private:
         return cells[k];
     }
     const json& archetypes_;
+    const json* sparse_;  ///< the "sparse" sections, or null
     const Image& image_;
     const char* op_ = "from_json";
 };
@@ -584,7 +658,21 @@ void load_json(const json& j, World& world) {
             image.names.emplace_back(n[0].get<std::uint32_t>(), n[1].get<std::string>());
         }
     }
-    JsonColumns columns(archetypes, image);
+    const json* sparse = nullptr;
+    if (j.contains("sparse")) {  // optional: a world without sparse values has none
+        sparse = &j["sparse"];
+        if (!sparse->is_array()) fail(op, "sparse is not an array");
+        for (const json& section : *sparse) {
+            const json& c = member(section, "component", op);
+            if (!c.is_number_unsigned() || c.get<std::uint64_t>() > 0xFFFFFFFFu)
+                fail(op, "a sparse section has a bad component");
+            image.sparse.push_back(
+                Image::Sparse{c.get<std::uint32_t>(),
+                              json_list<std::uint32_t>(member(section, "entities", op),
+                                                       "a sparse section's entities", op)});
+        }
+    }
+    JsonColumns columns(archetypes, sparse, image);
     load_image(image, columns, world, op);
 }
 
@@ -674,8 +762,7 @@ void set_fields(World& world, Entity e, ComponentId id, const nlohmann::json& fi
     else
         std::memcpy(p, copy, info.size);
     mr->deallocate(copy, info.size, align);
-    const detail::Location loc = s.try_location(e, id);
-    s.stamp_changed(*loc.archetype, loc.row, loc.column);
+    s.stamp_changed_of(e, id);  // table or sparse
     if (hooked) s.hooks().set(s, e, id);
 }
 

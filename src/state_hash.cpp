@@ -105,6 +105,23 @@ std::uint64_t hash_world(const Storage& s) {
             sum += mix(hs.h);
         }
     }
+    // Sparse components: a term per (entity, component), added in like the entities' (so set
+    // order doesn't count), over the same fields a table component's value would give.
+    for (const SparseSet* set : s.sparse_sets()) {
+        const ComponentInfo& info = set->info();
+        Hasher n;
+        n.add_text(info.name);
+        for (std::uint32_t row = 0; row < set->size(); ++row) {
+            Hasher hs;
+            hs.add(set->entities()[row].index);
+            hs.add(set->entities()[row].generation);
+            hs.add(n.h);
+            if (set->enabled() != nullptr) hs.add(set->enabled()[row]);
+            if (info.schema != nullptr && !info.is_tag())
+                hash_fields(hs, *info.schema, set->value(row), s.strings_if());
+            sum += mix(hs.h ^ 0x5bd1e9955bd1e995ull);
+        }
+    }
     Hasher total;
     total.add(sum);
     total.add(s.count());

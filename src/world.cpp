@@ -149,9 +149,14 @@ std::size_t World::despawn_tables(std::span<const std::uint32_t> tables) {
     detail::Storage& s = *storage_;
     const auto concerned = [&s](std::uint32_t index) {
         const detail::Archetype& a = s.archetype(index);
-        return s.hooked(a) || (!s.permanent_words().empty() &&
-                               std::any_of(a.entities, a.entities + a.size,
-                                           [&s](Entity e) { return s.permanent(e.index); }));
+        // A hooked sparse component's observers: the table's flag doesn't say.
+        const bool sparse = s.hooked() && !s.sparse_sets().empty() &&
+                            std::any_of(a.entities, a.entities + a.size,
+                                        [&s](Entity e) { return detail::sparse_hooked(s, e); });
+        return s.hooked(a) || sparse ||
+               (!s.permanent_words().empty() &&
+                std::any_of(a.entities, a.entities + a.size,
+                            [&s](Entity e) { return s.permanent(e.index); }));
     };
     if (s.deferring() || s.relations() != nullptr ||
         std::any_of(tables.begin(), tables.end(), concerned)) [[unlikely]] {

@@ -85,6 +85,15 @@ struct Ping {
 struct Config {
     std::string s;
 };
+/// Sparse components (storage_kind::sparse, traits below): one holding a Counted (so a failed
+/// call may neither leak nor lose its values) and a tag.
+struct Aura {
+    Counted c;
+    std::int32_t v = 0;
+    Aura() = default;
+    explicit Aura(std::int32_t value) : c(value), v(value) {}
+};
+struct Mark {};
 
 }  // namespace
 
@@ -95,6 +104,7 @@ TESSERA_REFLECT(Counted, v)
 TESSERA_REFLECT(Needy, v)
 TESSERA_REFLECT(Rope, s)
 TESSERA_REFLECT(Solo, v)
+TESSERA_REFLECT(Aura, v)
 
 namespace {
 
@@ -121,6 +131,14 @@ void once_in_loop(World& w, F&& call) {
 template <>
 struct tessera::component_traits<Needy> {
     using required = tessera::type_list<Label, Counted>;
+};
+template <>
+struct tessera::component_traits<Aura> {
+    static constexpr auto storage = tessera::storage_kind::sparse;
+};
+template <>
+struct tessera::component_traits<Mark> {
+    static constexpr auto storage = tessera::storage_kind::sparse;
 };
 
 namespace {
@@ -247,6 +265,12 @@ nlohmann::json normal(const nlohmann::json& j) {
         tables.push_back(std::move(t));
     }
     out["archetypes"] = std::move(tables);
+    // Sparse sections name their component by index too.
+    if (j.contains("sparse")) {
+        for (nlohmann::json& section : out["sparse"])
+            section["component"] =
+                j.at("components").at(section.at("component").get<std::size_t>());
+    }
     // Likewise a relation kind registered on the way, with no pair.
     nlohmann::json relations = nlohmann::json::array();
     for (const nlohmann::json& k : j.at("relations")) {
@@ -756,6 +780,71 @@ std::vector<Row> rows() {
             EXPECT_EQ(w.instantiate_many(f.prefab, 5).size(), 5u);
         });
         row.prepare = prepare_prefab;
+        r.push_back(std::move(row));
+    }
+    // Sparse components (detail/sparse_set.hpp): the sets reserve before the row moves. Each
+    // row starts with sets that hold values (16 Aura rows, a full set: the next insert grows it).
+    const auto prepare_sparse = [](World& w, Fix& f) {
+        for (int i = 0; i < 15; ++i) (void)w.spawn(A{700 + i}, Aura{700 + i});
+        w.add(f.e[1], Aura{701}, Mark{});
+        w.add(f.e[9], Mark{});
+    };
+    const auto sparse_row = [&](std::string name, std::function<void(World&, Fix&)> op) {
+        Row row = make(std::move(name), std::move(op));
+        row.prepare = prepare_sparse;
+        r.push_back(std::move(row));
+    };
+    sparse_row("add(e0, Aura) sparse, the set grows",
+               [](World& w, Fix& f) { w.add(f.e[0], Aura{600}); });
+    sparse_row("add(e0, B, Aura, Mark) table and sparse", [](World& w, Fix& f) {
+        w.add(f.e[0], B{6, 0}, Aura{601}, Mark{});
+    });
+    sparse_row("remove<A, Aura>(e1) table and sparse",
+               [](World& w, Fix& f) { EXPECT_TRUE((w.remove<A, Aura>(f.e[1]))); });
+    sparse_row("remove<Mark>(e9) sparse only",
+               [](World& w, Fix& f) { EXPECT_TRUE(w.remove<Mark>(f.e[9])); });
+    sparse_row("spawn(A, Label, Aura, Mark) table and sparse",
+               [](World& w, Fix&) { (void)w.spawn(A{602}, Label{text(602)}, Aura{602}, Mark{}); });
+    sparse_row("despawn(e1) with sparse components",
+               [](World& w, Fix& f) { EXPECT_TRUE(w.despawn(f.e[1])); });
+    {
+        // Queued in a loop; the loop's end flush grows the set (the flush's guarantee: a
+        // failure leaves the add queued, the next flush applies it).
+        Row row = make(
+            "query loop: add(e0, Aura), remove<Mark>(e9), spawn(A, Aura); the end flushes",
+            [](World& w, Fix& f) {
+                once_in_loop(w, [&] {
+                    w.add(f.e[0], Aura{603});
+                    (void)w.remove<Mark>(f.e[9]);
+                    (void)w.spawn(A{608}, Aura{608});
+                    f.arm();
+                });
+            },
+            Guarantee::flush);
+        row.late_arm = true;
+        row.prepare = prepare_sparse;
+        r.push_back(std::move(row));
+    }
+    {
+        Row row = make("instantiate_many(prefab with sparse, 5)", [](World& w, Fix& f) {
+            EXPECT_EQ(w.instantiate_many(f.prefab, 5).size(), 5u);
+        });
+        row.prepare = [prepare_sparse](World& w, Fix& f) {
+            prepare_sparse(w, f);
+            f.prefab = w.prefab(A{604}, Aura{604}, Mark{});
+            const Entity kid = w.prefab(Label{text(605)}, Aura{605});
+            w.relate<tessera::ChildOf>(kid, f.prefab);
+        };
+        r.push_back(std::move(row));
+    }
+    {
+        Row row = make("instantiate(prefab with sparse, Aura override)", [](World& w, Fix& f) {
+            (void)w.instantiate(f.prefab, Aura{606}, B{1, 1});
+        });
+        row.prepare = [prepare_sparse](World& w, Fix& f) {
+            prepare_sparse(w, f);
+            f.prefab = w.prefab(A{607}, Aura{607}, Mark{});
+        };
         r.push_back(std::move(row));
     }
     {

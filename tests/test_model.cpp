@@ -32,7 +32,7 @@ namespace {
 
 // ---------------------------------------------------------------------------------------------
 // Component types: trivially copyable structs of several sizes, heap-owning types, a move-only
-// type, an over-aligned type and two tags.
+// type, an over-aligned type, two tags, and sparse components (a value, a string, a tag).
 
 struct C1 {
     std::uint8_t v = 0;
@@ -79,8 +79,34 @@ struct TagA {
 struct TagB {
     bool operator==(const TagB&) const = default;
 };
-
+// Sparse components (storage_kind::sparse): kept in sparse sets, tracked from the start.
+struct SC4 {
+    std::int32_t v = 0;
+    bool operator==(const SC4&) const = default;
+};
+struct SName {
+    std::string s;
+    bool operator==(const SName&) const = default;
+};
+struct STag {
+    bool operator==(const STag&) const = default;
+};
 }  // namespace
+
+template <>
+struct tessera::component_traits<SC4> {
+    static constexpr auto storage = tessera::storage_kind::sparse;
+};
+template <>
+struct tessera::component_traits<SName> {
+    static constexpr auto storage = tessera::storage_kind::sparse;
+};
+template <>
+struct tessera::component_traits<STag> {
+    static constexpr auto storage = tessera::storage_kind::sparse;
+};
+
+namespace {}  // namespace
 
 // Required components: C12 requires TagB, which requires C1, so every add of C12 brings TagB
 // and C1 (value-initialised) when missing, and every add of TagB brings C1.
@@ -99,9 +125,10 @@ static_assert(sizeof(C1) == 1 && sizeof(C4) == 4 && sizeof(C8) == 8 && sizeof(C1
               sizeof(C16) == 16 && sizeof(C32) == 32);
 static_assert(alignof(Big) == 64 && std::is_empty_v<TagA> && std::is_empty_v<TagB>);
 
-using Types = std::tuple<C1, C4, C8, C12, C16, C32, Name, Numbers, Owned, Big, TagA, TagB>;
+using Types =
+    std::tuple<C1, C4, C8, C12, C16, C32, Name, Numbers, Owned, Big, SC4, SName, TagA, TagB, STag>;
 constexpr std::size_t kTypes = std::tuple_size_v<Types>;
-static_assert(kTypes == 12);
+static_assert(kTypes == 15);
 template <std::size_t I>
 using TypeAt = std::tuple_element_t<I, Types>;
 
@@ -158,7 +185,7 @@ void with_type(std::size_t i, F&& f) {
     dispatch_type(i, f, std::make_index_sequence<kTypes>{});
 }
 /// Like with_type, for the value (non-tag) types only: indices below kValueTypes.
-constexpr std::size_t kValueTypes = 10;
+constexpr std::size_t kValueTypes = 12;
 template <class F>
 void with_value_type(std::size_t i, F&& f) {
     dispatch_type(i, f, std::make_index_sequence<kValueTypes>{});
@@ -169,15 +196,18 @@ void with_value_type(std::size_t i, F&& f) {
 using Combos = std::tuple<std::index_sequence<1, 6>,       // C4, Name
                           std::index_sequence<0, 9>,       // C1, Big
                           std::index_sequence<7, 8>,       // Numbers, Owned
-                          std::index_sequence<2, 10>,      // C8, TagA
+                          std::index_sequence<2, 12>,      // C8, TagA
                           std::index_sequence<3, 4, 5>,    // C12, C16, C32
                           std::index_sequence<6, 7, 9>,    // Name, Numbers, Big
-                          std::index_sequence<8, 11, 1>,   // Owned, TagB, C4
-                          std::index_sequence<5, 10, 11>,  // C32, TagA, TagB
+                          std::index_sequence<8, 13, 1>,   // Owned, TagB, C4
+                          std::index_sequence<5, 12, 13>,  // C32, TagA, TagB
                           std::index_sequence<9, 2, 6>,    // Big, C8, Name
                           std::index_sequence<4, 0>,       // C16, C1
                           std::index_sequence<1, 2, 3>,    // C4, C8, C12
-                          std::index_sequence<6, 9>>;      // Name, Big
+                          std::index_sequence<6, 9>,       // Name, Big
+                          std::index_sequence<10, 6>,      // SC4, Name (sparse and table)
+                          std::index_sequence<11, 14, 3>,  // SName, STag, C12
+                          std::index_sequence<12, 10>>;    // TagA, SC4
 constexpr std::size_t kCombos = std::tuple_size_v<Combos>;
 
 template <class F, std::size_t... C>
@@ -267,6 +297,12 @@ private:
         } else if constexpr (std::is_same_v<T, Big>) {
             return Big{{static_cast<double>(r(-1000, 1000)), static_cast<double>(r(-1000, 1000)),
                         static_cast<double>(r(-1000, 1000))}};
+        } else if constexpr (std::is_same_v<T, SC4>) {
+            return SC4{static_cast<std::int32_t>(r(-1000000, 1000000))};
+        } else if constexpr (std::is_same_v<T, SName>) {
+            std::string s(static_cast<std::size_t>(r(0, 40)), ' ');
+            for (auto& ch : s) ch = static_cast<char>('a' + r(0, 25));
+            return SName{std::move(s)};
         } else {
             static_assert(std::is_empty_v<T>);
             return T{};
@@ -322,7 +358,7 @@ private:
     /// What the world brings along with components `added` (the traits above): each
     /// requirement the row lacks, value-initialised and stamped added.
     void bring_required(Row& row, std::initializer_list<std::size_t> added) {
-        constexpr std::size_t kC1 = 0, kC12 = 3, kTagB = 11;
+        constexpr std::size_t kC1 = 0, kC12 = 3, kTagB = 13;
         for (const std::size_t i : added) {
             if (i == kC12 && !std::get<kTagB>(row.values)) std::get<kTagB>(row.values) = TagB{};
             if ((i == kC12 || i == kTagB) && !std::get<kC1>(row.values)) {
@@ -964,7 +1000,9 @@ private:
     std::vector<tessera::Entity> dead_;
     std::size_t dead_next_ = 0;
     std::size_t max_population_ = 0;
-    std::array<bool, kTypes> tracked_{};
+    // Sparse sets keep ticks from the start (SC4, SName): tracked before the first read.
+    std::array<bool, kTypes> tracked_{false, false, false, false, false, false, false, false,
+                                      false, false, true,  true,  false, false, false};
     std::uint64_t tick_ = 1;  // the world tick starts at 1
 };
 

@@ -27,6 +27,9 @@ class Accessor {
     static_assert(!std::is_const_v<T> && !std::is_reference_v<T>,
                   "tessera: Accessor<T> takes the component type itself");
     static_assert(!std::is_empty_v<T>, "tessera: tags have no value to access (use World::has)");
+    static_assert(!detail::sparse_v<T>,
+                  "tessera: Accessor<T> reads table columns: a sparse component "
+                  "(storage_kind::sparse) is read with World::get / try_get");
 
 public:
     /// An accessor of no world: `try_get` finds nothing, `get` throws not_alive.

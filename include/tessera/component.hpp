@@ -36,6 +36,7 @@ struct type_list {};
 ///     static constexpr bool track_changes = false;  // never track change ticks (default true)
 ///     static constexpr bool eager_tracking = true;  // ticks from the first row on (default
 ///                                                   // false: from the first read of them)
+///     static constexpr ts::storage_kind storage = ts::storage_kind::sparse;  // default table
 ///     using required = tessera::type_list<Position, Velocity>;  // added with Ai when missing
 /// };
 /// @endcode
@@ -45,6 +46,16 @@ struct type_list {};
 /// a cycle is a compile error. Removing one later is allowed (it is not re-added).
 template <class T>
 struct component_traits {};
+
+/// Where a world keeps a component's values (`component_traits<T>::storage`).
+enum class storage_kind : std::uint8_t {
+    /// In the archetype tables (the default): a column per table, rows packed, adding or
+    /// removing the component moves the entity's row to another table.
+    table,
+    /// In a paged sparse set per world, outside the tables (detail/sparse_set.hpp): adding or
+    /// removing it moves no row and makes no archetype; queries naming it are slower per entity.
+    sparse,
+};
 
 struct Schema;
 namespace detail {
@@ -73,6 +84,9 @@ struct ComponentInfo {
     bool trivially_copyable = false;
     /// A value-initialised value is all zero bytes and `construct` is null (runtime components).
     bool zero_init = false;
+    /// component_traits<T>::storage is storage_kind::sparse: worlds keep the values in a sparse
+    /// set, never in an archetype table.
+    bool sparse = false;
     /// Only a layer above the core adds and removes it, in every world: `ChildOf` and every
     /// relation's `Targets<R>` (plain add, remove and spawn refuse it).
     bool reserved = false;
@@ -156,6 +170,25 @@ template <class T>
 concept has_eager_tracking = requires {
     bool{component_traits<T>::eager_tracking};
 };
+
+template <class T>
+concept has_storage = requires {
+    storage_kind{component_traits<T>::storage};
+};
+
+/// Whether `T` (cv and references stripped) is stored in sparse sets.
+template <class T>
+constexpr bool sparse_v = [] {
+    using U = std::remove_cvref_t<T>;
+    if constexpr (has_storage<U>)
+        return component_traits<U>::storage == storage_kind::sparse;
+    else
+        return false;
+}();
+
+/// Whether any of `Ts` is.
+template <class... Ts>
+inline constexpr bool any_sparse_v = (sparse_v<Ts> || ...);
 
 template <class T>
 constexpr bool eager_tracking_v = [] {
@@ -338,6 +371,7 @@ TypeDescriptor describe() {
                   "tessera: eager_tracking needs change ticks: not with track_changes = false, "
                   "and not on a tag");
     info.eager_tracking = eager_tracking_v<T>;
+    info.sparse = sparse_v<T>;
     using required = required_closure_t<T>;
     info.required = required_ids(required{});
     info.required_count = static_cast<std::uint32_t>(list_size<required>::value);

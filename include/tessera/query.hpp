@@ -13,6 +13,7 @@
 #include <tessera/detail/cascade.hpp>
 #include <tessera/detail/operations.hpp>
 #include <tessera/detail/parallel.hpp>
+#include <tessera/detail/sparse_query.hpp>
 #include <tessera/detail/terms.hpp>
 #include <tessera/detail/type_list.hpp>
 #include <tessera/error.hpp>
@@ -45,6 +46,9 @@ struct ChangeFilter {
     bool added = false;          ///< test the added tick instead of the changed tick
     bool since_last_run = true;  ///< the tick is the query's previous run; else `tick`
     std::uint64_t tick = 0;
+    /// The component is sparse (detail/sparse_query.hpp): the tables' checks (`passes`,
+    /// `block_passes`) skip it, the sparse run checks it.
+    bool sparse = false;
 };
 
 /// The untyped part of a query: what it matches and the archetypes it has matched so far.
@@ -58,7 +62,9 @@ public:
           filters_(storage.resource()),
           gates_(storage.resource()),
           term_ids_(storage.resource()),
-          columns_(storage.resource()) {}
+          columns_(storage.resource()),
+          sparse_all_(storage.resource()),
+          sparse_none_(storage.resource()) {}
     QueryState(const QueryState&) = default;
     QueryState(QueryState&&) noexcept = default;
     QueryState& operator=(const QueryState&) = default;
@@ -104,6 +110,26 @@ public:
     /// Adds an enableable component of a `with` filter: rows where it is disabled are skipped,
     /// as for a term's (each id once).
     void add_gate(ComponentId id);
+    /// The enableable components of `with` filters.
+    [[nodiscard]] std::span<const ComponentId> gates() const noexcept { return gates_; }
+    /// Adds a sparse component the query requires (`required`: a term or `with`) or excludes
+    /// (`without`), each once: kept out of `spec`, whose matcher sees tables only.
+    void add_sparse(ComponentId id, bool required) {
+        std::pmr::vector<ComponentId>& list = required ? sparse_all_ : sparse_none_;
+        for (const ComponentId known : list)
+            if (known == id) return;
+        list.push_back(id);
+        sparse_ = true;
+    }
+    /// The sparse components required and excluded (`add_sparse`).
+    [[nodiscard]] std::span<const ComponentId> sparse_all() const noexcept { return sparse_all_; }
+    [[nodiscard]] std::span<const ComponentId> sparse_none() const noexcept { return sparse_none_; }
+    /// Whether the query names a sparse component (its runs take the sparse path).
+    [[nodiscard]] bool sparse() const noexcept { return sparse_; }
+    /// The tick a filter's ticks must be above in this run.
+    [[nodiscard]] std::uint64_t since(const ChangeFilter& f) const noexcept {
+        return f.since_last_run ? run_since_ : f.tick;
+    }
     /// Whether some `with` gate has enable flags in `a`.
     [[nodiscard]] bool gated(const Archetype& a) const noexcept;
     /// Whether every `with` gate that `a` has is enabled at `row`. O(gates).
@@ -167,23 +193,28 @@ private:
     Storage* storage_ = nullptr;
     std::pmr::vector<std::uint32_t> matched_;
     std::pmr::vector<ChangeFilter> filters_;
-    std::pmr::vector<ComponentId> gates_;      ///< enableable components of `with` filters
-    std::pmr::vector<ComponentId> term_ids_;   ///< see `set_terms`
-    std::pmr::vector<const Column*> columns_;  ///< per matched archetype, per term
-    std::size_t seen_ = 0;                     ///< archetypes examined so far
-    std::uint64_t epoch_ = 0;                  ///< the storage's layout epoch `matched_` belongs to
-    std::uint64_t last_run_ = 0;               ///< tick at the end of the previous run
-    std::uint64_t run_since_ = 0;              ///< last_run_ as of this run's start
-    std::uint64_t write_tick_ = 0;             ///< set by a system run; 0 = the world's tick
-    bool since_last_run_ = false;              ///< some filter is "since the last run"
-    bool system_ = false;                      ///< run by a schedule's system
-    bool exclusive_ = false;                   ///< ... that runs alone
+    std::pmr::vector<ComponentId> gates_;       ///< enableable components of `with` filters
+    std::pmr::vector<ComponentId> term_ids_;    ///< see `set_terms`
+    std::pmr::vector<const Column*> columns_;   ///< per matched archetype, per term
+    std::pmr::vector<ComponentId> sparse_all_;  ///< see `add_sparse`
+    std::pmr::vector<ComponentId> sparse_none_;
+    bool sparse_ = false;           ///< some sparse component is named
+    std::size_t seen_ = 0;          ///< archetypes examined so far
+    std::uint64_t epoch_ = 0;       ///< the storage's layout epoch `matched_` belongs to
+    std::uint64_t last_run_ = 0;    ///< tick at the end of the previous run
+    std::uint64_t run_since_ = 0;   ///< last_run_ as of this run's start
+    std::uint64_t write_tick_ = 0;  ///< set by a system run; 0 = the world's tick
+    bool since_last_run_ = false;   ///< some filter is "since the last run"
+    bool system_ = false;           ///< run by a schedule's system
+    bool exclusive_ = false;        ///< ... that runs alone
 };
 
 /// Throws Error(invalid_argument): `op` needs a world, and the query is empty.
 [[noreturn]] void throw_empty_query(const char* op);
 /// Checks every id of `spec` (`checked_info`). @throws Error(not_registered) naming `op`.
 void check_spec(const QuerySpec& spec, const char* op);
+/// Throws Error(invalid_argument): `op` does not take a query that names a sparse component.
+[[noreturn]] void throw_sparse_query(const char* op);
 /// Throws Error(invalid_argument): `op` was given a query of another world.
 [[noreturn]] void throw_foreign_query(const char* op);
 /// `world.despawn(doomed)` for `despawn_all`, which began a run of `state`: ends the run once
@@ -219,7 +250,9 @@ public:
                 using Tr = detail::term_traits<Terms>;
                 if constexpr (!Tr::entity) {
                     storage.ensure_component(component_id<typename Tr::component>());
-                    if constexpr (Tr::required) {
+                    if constexpr (Tr::required && detail::sparse_term_v<Terms>) {
+                        state_.add_sparse(component_id<typename Tr::component>(), true);
+                    } else if constexpr (Tr::required) {
                         state_.spec.all.push_back(component_id<typename Tr::component>());
                     } else if constexpr (std::is_same_v<typename Tr::component, Prefab>) {
                         state_.names_prefab = true;
@@ -257,9 +290,12 @@ public:
     Query&& without() && {
         return std::move(without<Ts...>());
     }
-    /// Requires at least one of `Ts`.
+    /// Requires at least one of `Ts` (table components only).
     template <class... Ts>
     Query& any() & {
+        static_assert(!detail::any_sparse_v<Ts...>,
+                      "tessera: Query::any takes table components only; a sparse component "
+                      "(storage_kind::sparse) can't be one of its alternatives");
         return add_ids<Ts...>(state_.spec.any);
     }
     /// `any` on a temporary query.
@@ -348,6 +384,14 @@ public:
                       "after a leading tessera::Entity");
         if (!state_.attached()) return;  // an empty query matches nothing
         detail::Storage& s = state_.storage();
+        if (sparse_run()) [[unlikely]] {
+            detail::DeferScope defer(s, state_.owns_world());
+            state_.begin_run();
+            run_sparse<detail::SparseVisit::call, with_entity>(fn, nullptr);
+            state_.end_run();
+            defer.close();
+            return;
+        }
         const std::span<const std::uint32_t> matched = state_.update();
         const std::span<const detail::CascadeRun> runs =
             cascade_.enabled() ? cascade_.update(s, matched)
@@ -382,7 +426,9 @@ public:
     /// the workers share (docs/threading.md lists each `World` member); loops of other queries
     /// may run in the callback (they leave the world's deferral and parallel mode alone). The
     /// callback must be safe to call concurrently.
-    /// Allocates nothing in a steady state beyond what oneTBB's scheduler does.
+    /// Allocates nothing in a steady state beyond what oneTBB's scheduler does. A query that
+    /// names a sparse component runs its rows on the calling thread (as `each`, with the
+    /// structural changes of `par_each` refused).
     template <class F>
     void par_each(F&& fn) {
         constexpr bool with_entity = detail::takes_entity_v<F, Terms...>;
@@ -391,6 +437,16 @@ public:
                       "optionally after a leading tessera::Entity");
         if (!state_.attached()) return;  // an empty query matches nothing
         detail::Storage& s = state_.storage();
+        if (sparse_run()) [[unlikely]] {
+            detail::DeferScope defer(s, state_.owns_world());
+            detail::ParallelScope parallel(s, state_.owns_world());
+            state_.begin_run();
+            run_sparse<detail::SparseVisit::call, with_entity>(fn, nullptr);
+            state_.end_run();
+            parallel.close();
+            defer.close();
+            return;
+        }
         const std::span<const std::uint32_t> matched = state_.update();
         // Row ranges of the non-empty tables, by prefix sum, so workers split rows evenly
         // across table boundaries.
@@ -460,7 +516,11 @@ public:
     /// whole chunk. Structural changes made by `fn` are deferred until the loop ends.
     template <class F>
     void each_chunk(F&& fn) {
+        static_assert(!sparse_terms,
+                      "tessera: chunks have table columns only: a query with a sparse term "
+                      "(storage_kind::sparse) iterates with each or par_each");
         if (!state_.attached()) return;  // an empty query matches nothing
+        check_no_sparse("Query::each_chunk");
         detail::Storage& s = state_.storage();
         const std::span<const std::uint32_t> matched = state_.update();
         detail::DeferScope defer(s, state_.owns_world());
@@ -560,15 +620,33 @@ public:
         bool deferring_ = false;
     };
 
-    /// The matching archetypes as chunks, for a range-for.
-    ChunkRange chunks() & { return ChunkRange(*this); }
+    /// The matching archetypes as chunks, for a range-for. A query that names a sparse
+    /// component has no chunks: a sparse term is a compile error, a sparse `with`, `without` or
+    /// change filter Error(invalid_argument).
+    ChunkRange chunks() & {
+        static_assert(!sparse_terms,
+                      "tessera: chunks have table columns only: a query with a sparse term "
+                      "(storage_kind::sparse) iterates with each or par_each");
+        check_no_sparse("Query::chunks");
+        return ChunkRange(*this);
+    }
     /// The same for a temporary query: the range keeps it alive for the loop.
-    ChunkRange chunks() && { return ChunkRange(std::move(*this)); }
+    ChunkRange chunks() && {
+        static_assert(!sparse_terms,
+                      "tessera: chunks have table columns only: a query with a sparse term "
+                      "(storage_kind::sparse) iterates with each or par_each");
+        check_no_sparse("Query::chunks");
+        return ChunkRange(std::move(*this));
+    }
 
     /// Number of matching entities (change filters and enable flags are not applied).
     /// O(matched archetypes).
     [[nodiscard]] std::size_t count() {
         if (!state_.attached()) return 0;  // an empty query matches nothing
+        if (sparse_run()) [[unlikely]] {   // the entities that have its sparse components
+            const auto none = [](auto&&...) {};
+            return run_sparse<detail::SparseVisit::count, false>(none, nullptr);
+        }
         std::size_t n = 0;
         detail::Storage& s = state_.storage();
         for (const std::uint32_t index : state_.update()) n += s.archetype(index).size;
@@ -590,6 +668,7 @@ public:
     template <class F>
     [[nodiscard]] Observer on_enter(F&& fn) {
         check_attached("Query::on_enter");
+        check_no_sparse("Query::on_enter");
         return detail::subscribe_query(state_.storage(), Event::enter, state_.spec,
                                        std::forward<F>(fn));
     }
@@ -598,6 +677,7 @@ public:
     template <class F>
     [[nodiscard]] Observer on_exit(F&& fn) {
         check_attached("Query::on_exit");
+        check_no_sparse("Query::on_exit");
         return detail::subscribe_query(state_.storage(), Event::exit, state_.spec,
                                        std::forward<F>(fn));
     }
@@ -608,12 +688,40 @@ private:
     void check_attached(const char* op) const {
         if (!state_.attached()) detail::throw_empty_query(op);
     }
+    /// Throws invalid_argument naming `op` when the query names a sparse component.
+    void check_no_sparse(const char* op) const {
+        if (sparse_run()) [[unlikely]]
+            detail::throw_sparse_query(op);
+    }
 
     template <class... Ts>
     Query& add_ids(std::vector<ComponentId>& list) {
-        (list.push_back(component_id<Ts>()), ...);
+        (
+            [&] {
+                // Sparse components are matched per entity by the sparse run, not by `spec`.
+                if constexpr (detail::sparse_v<Ts>)
+                    state_.add_sparse(component_id<Ts>(), &list == &state_.spec.all);
+                else
+                    list.push_back(component_id<Ts>());
+            }(),
+            ...);
         state_.reset();  // the spec changed: match again from the first archetype
         return *this;
+    }
+
+    // ---- the sparse run (detail/sparse_query.hpp) ----
+    /// Whether a term names a sparse component.
+    static constexpr bool sparse_terms = (detail::sparse_term_v<Terms> || ...);
+    /// Whether runs take the sparse path: a term, `with`, `without` or filter names a sparse
+    /// component.
+    [[nodiscard]] bool sparse_run() const noexcept { return sparse_terms || state_.sparse(); }
+    template <class>
+    friend struct detail::SparseRun;
+    /// The sparse run (detail/sparse_query.hpp): visits the rows `each` visits (`call`),
+    /// counts (`count`) or collects (`collect`) them.
+    template <detail::SparseVisit Mode, bool WithEntity, class F>
+    std::size_t run_sparse(F& fn, std::pmr::vector<Entity>* out) {
+        return detail::SparseRun<Query>::template run<Mode, WithEntity>(*this, fn, out);
     }
 
     template <class T>
@@ -624,7 +732,7 @@ private:
         static_assert(!std::is_empty_v<T>, "tessera: tags carry no change ticks");
         check_attached(added ? "Query::added" : "Query::changed");
         // A row without T has no T to change: the filter implies with<T>().
-        state_.add_filter({component_id<T>(), added, since_last_run, tick});
+        state_.add_filter({component_id<T>(), added, since_last_run, tick, detail::sparse_v<T>});
         return add_ids<T>(state_.spec.all);
     }
 
@@ -804,6 +912,7 @@ private:
     };
     std::vector<Table> tables_;
     std::vector<std::size_t> starts_;
+    std::vector<std::int32_t> slots_;  ///< the sparse run's matched position per archetype
 };
 
 namespace detail {
@@ -834,6 +943,14 @@ std::size_t World::despawn_all(Query<Terms...>& query) {
     detail::QueryState& state = query.state();
     if (&state.storage() != storage_) [[unlikely]]
         detail::throw_foreign_query("World::despawn_all");
+    if (query.sparse_run()) [[unlikely]] {
+        // The rows a sparse run visits, read without a run (no stamps or tick).
+        std::pmr::vector<Entity> doomed(storage_->resource());
+        state.begin_run();
+        const auto none = [](auto&&...) {};
+        query.template run_sparse<detail::SparseVisit::collect, false>(none, &doomed);
+        return detail::despawn_run(*this, state, doomed);
+    }
     const std::span<const std::uint32_t> matched = state.update();
     bool whole = state.filters().empty();
     for (const std::uint32_t index : matched)

@@ -98,8 +98,28 @@ json Inspector::Impl::systems(Schedule* schedule) {
 
 json Inspector::Impl::entities(const World& world, const Pending& p) {
     const Storage& s = world.storage();
-    const std::vector<ComponentId> with = detail::inspector::ids_by_name(s, p.with);
-    const std::vector<ComponentId> without = detail::inspector::ids_by_name(s, p.without);
+    std::vector<ComponentId> with = detail::inspector::ids_by_name(s, p.with);
+    std::vector<ComponentId> without = detail::inspector::ids_by_name(s, p.without);
+    // Sparse components are in their sets, not the tables: checked entity by entity.
+    std::vector<const detail::SparseSet*> sparse_with;
+    std::vector<const detail::SparseSet*> sparse_without;
+    const auto split = [&](std::vector<ComponentId>& ids,
+                           std::vector<const detail::SparseSet*>& sets) {
+        std::erase_if(ids, [&](ComponentId id) {
+            const detail::SparseSet* set = s.sparse(id);
+            if (set != nullptr) sets.push_back(set);
+            return set != nullptr;
+        });
+    };
+    split(with, sparse_with);
+    split(without, sparse_without);
+    const auto wanted = [&](Entity e) {
+        for (const detail::SparseSet* set : sparse_with)
+            if (!set->contains(e)) return false;
+        for (const detail::SparseSet* set : sparse_without)
+            if (set->contains(e)) return false;
+        return p.name.empty() || world.name(e).find(p.name) != std::string_view::npos;
+    };
     json list = json::array();
     json names = json::object();
     std::size_t total = 0;
@@ -108,14 +128,14 @@ json Inspector::Impl::entities(const World& world, const Pending& p) {
         if (const std::string_view n = world.name(e); !n.empty()) item["name"] = std::string(n);
         return item;
     };
-    if (!p.name.empty()) {
-        // A name search: entity by entity (names are not per table).
+    if (!p.name.empty() || !sparse_with.empty() || !sparse_without.empty()) {
+        // A name search or sparse filters: entity by entity (neither is per table).
         each_archetype(s, [&](const Archetype& a) {
             if (a.size == 0 || !detail::inspector::matches(a, with, without)) return;
             const std::uint32_t shown = detail::shown_archetype(a.index);
             for (std::uint32_t row = 0; row < a.size; ++row) {
                 const Entity e = a.entities[row];
-                if (world.name(e).find(p.name) == std::string_view::npos) continue;
+                if (!wanted(e)) continue;
                 if (total >= p.offset && total < p.offset + p.limit) {
                     names[std::to_string(shown)] = names_of(a);
                     list.push_back(listed(e, shown));
@@ -155,6 +175,27 @@ json Inspector::Impl::entity(const World& world, Entity e) {
     const Archetype& a = s.archetype(r.archetype);
     json components = json::array();
     json relations = json::array();
+    // A component's entry: its description, enable flag and fields (table or sparse).
+    const auto component = [&](ComponentId id, const std::byte* value, bool sparse) {
+        const ComponentInfo& info = component_info(id);
+        json c = {{"name", std::string(info.name)},
+                  {"id", id.value},
+                  {"size", info.size},
+                  {"tag", info.is_tag()},
+                  {"reflected", info.schema != nullptr},
+                  {"enableable", info.enableable}};
+        if (sparse) c["sparse"] = true;
+        if (info.enableable) c["enabled"] = world.is_enabled(e, id);
+        json fields = json::array();
+        bool truncated = false;
+        if (info.schema != nullptr && value != nullptr) {
+            for (const FieldInfo& f : info.schema->fields)
+                add_leaves(s, f, value, "", fields, truncated);
+        }
+        c["fields"] = std::move(fields);
+        if (truncated) c["truncated"] = true;
+        components.push_back(std::move(c));
+    };
     for (const ComponentId id : a.ids) {
         const ComponentInfo& info = component_info(id);
         const std::byte* value = s.try_value(e, id);
@@ -171,22 +212,13 @@ json Inspector::Impl::entity(const World& world, Entity e) {
                  {"count", targets->size()}});
             continue;
         }
-        json c = {{"name", std::string(info.name)},
-                  {"id", id.value},
-                  {"size", info.size},
-                  {"tag", info.is_tag()},
-                  {"reflected", info.schema != nullptr},
-                  {"enableable", info.enableable}};
-        if (info.enableable) c["enabled"] = world.is_enabled(e, id);
-        json fields = json::array();
-        bool truncated = false;
-        if (info.schema != nullptr && value != nullptr) {
-            for (const FieldInfo& f : info.schema->fields)
-                add_leaves(s, f, value, "", fields, truncated);
-        }
-        c["fields"] = std::move(fields);
-        if (truncated) c["truncated"] = true;
-        components.push_back(std::move(c));
+        component(id, value, false);
+    }
+    // Sparse components (detail/sparse_set.hpp): in their sets, not the table; marked so.
+    for (const detail::SparseSet* set : s.sparse_sets()) {
+        const std::uint32_t row = set->find(e);
+        if (row == detail::SparseSet::no_row) continue;
+        component(set->info().id, set->info().is_tag() ? nullptr : set->value(row), true);
     }
     json incoming = json::array();
     for (const detail::RelationKindView& k : detail::relation_kinds(s)) {

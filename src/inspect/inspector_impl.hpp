@@ -196,14 +196,21 @@ inline ComponentId component_of(const World& world, Entity e, const std::string&
     const Archetype& a = s.archetype(s.try_record(e)->archetype);
     std::optional<ComponentId> found;
     std::size_t suffix_matches = 0;
-    for (const ComponentId id : a.ids) {
+    const auto match = [&](ComponentId id) {
         const std::string_view n = component_info(id).name;
-        if (n == name) return id;
+        if (n == name) return true;
         if (n.size() > name.size() + 2 && n.ends_with(name) &&
             n.substr(n.size() - name.size() - 2, 2) == "::") {
             found = id;
             ++suffix_matches;
         }
+        return false;
+    };
+    for (const ComponentId id : a.ids) {
+        if (match(id)) return id;
+    }
+    for (const detail::SparseSet* set : s.sparse_sets()) {  // e's sparse components too
+        if (set->contains(e) && match(set->info().id)) return set->info().id;
     }
     if (suffix_matches == 1) return *found;
     if (suffix_matches > 1)

@@ -60,6 +60,11 @@ struct Ai {
 struct Follows {
     std::uint32_t since = 0;
 };
+/// Sparse components (storage_kind::sparse): a reflected, enableable one and a tag.
+struct Poison {
+    std::int32_t dose = 0;
+};
+struct Marked {};
 }  // namespace insp
 
 TESSERA_REFLECT(insp::Vec2, x, y)
@@ -70,6 +75,16 @@ TESSERA_REFLECT(insp::Follows, since)
 template <>
 struct tessera::component_traits<insp::Ai> {
     static constexpr bool enableable = true;
+};
+TESSERA_REFLECT(insp::Poison, dose)
+template <>
+struct tessera::component_traits<insp::Poison> {
+    static constexpr auto storage = tessera::storage_kind::sparse;
+    static constexpr bool enableable = true;
+};
+template <>
+struct tessera::component_traits<insp::Marked> {
+    static constexpr auto storage = tessera::storage_kind::sparse;
 };
 
 namespace {
@@ -437,6 +452,54 @@ TEST(Inspector, EntityShowsFieldsRelationsAndEnableFlags) {
     ASSERT_NE(opaque, nullptr);
     EXPECT_EQ((*opaque)["reflected"], false);
     EXPECT_TRUE((*opaque)["fields"].empty());
+}
+
+TEST(Inspector, EntityListsSparseComponentsAndTakesTheirEdits) {
+    Scene s;
+    s.world.add(s.a, Poison{4}, Marked{});
+    s.world.add(s.b, Poison{1});
+    s.world.enable<Poison>(s.b, false);
+    ts::Inspector inspector(0);
+    const std::uint16_t port = inspector.port();
+    {
+        FrameLoop loop(inspector, s.world);
+        Reply r = get(port, "/api/entity/" + id(s.a));
+        ASSERT_EQ(r.status, 200) << r.body;
+        const json* poison = find_component(r.body, "insp::Poison");
+        ASSERT_NE(poison, nullptr) << r.body;
+        EXPECT_EQ((*poison)["sparse"], true);
+        EXPECT_EQ((*poison)["enabled"], true);
+        EXPECT_EQ(field(*poison, "dose")["value"], 4);
+        const json* marked = find_component(r.body, "insp::Marked");
+        ASSERT_NE(marked, nullptr);
+        EXPECT_EQ((*marked)["tag"], true);
+        EXPECT_EQ((*marked)["sparse"], true);
+        EXPECT_EQ(find_component(r.body, "insp::Body")->contains("sparse"), false);
+        r = get(port, "/api/entity/" + id(s.b));
+        ASSERT_EQ(r.status, 200) << r.body;
+        EXPECT_EQ((*find_component(r.body, "insp::Poison"))["enabled"], false);
+        EXPECT_EQ(find_component(r.body, "insp::Marked"), nullptr);
+        // Edits reach the set, by full and short name.
+        r = put(port, "/api/entity/" + id(s.a) + "/insp::Poison/dose", "9");
+        ASSERT_EQ(r.status, 200) << r.body;
+        EXPECT_EQ(r.body["value"], 9);
+        EXPECT_EQ(put(port, "/api/entity/" + id(s.b) + "/Poison/dose", "2").status, 200);
+        EXPECT_EQ(put(port, "/api/entity/" + id(s.c) + "/Poison/dose", "2").status, 404);
+    }
+    EXPECT_EQ(s.world.get<Poison>(s.a).dose, 9);
+    EXPECT_EQ(s.world.get<Poison>(s.b).dose, 2);
+    // The entity list filters by sparse components too.
+    {
+        FrameLoop loop(inspector, s.world);
+        Reply r = get(port, "/api/entities?with=Poison");
+        ASSERT_EQ(r.status, 200) << r.body;
+        EXPECT_EQ(r.body["total"], 2);
+        r = get(port, "/api/entities?with=Body,Poison&without=Marked");
+        ASSERT_EQ(r.status, 200) << r.body;
+        ASSERT_EQ(r.body["total"], 1);
+        EXPECT_EQ(r.body["entities"][0]["id"], id(s.b));
+    }
+    EXPECT_EQ(s.world.changed_tick<Poison>(s.a), s.world.tick());
 }
 
 TEST(Inspector, RuntimeComponentsShowTheirFields) {

@@ -8,6 +8,7 @@
 #include <tessera/assert.hpp>
 #include <tessera/component.hpp>
 #include <tessera/detail/archetype.hpp>
+#include <tessera/detail/sparse_set.hpp>
 #include <tessera/entity.hpp>
 
 #include <atomic>
@@ -151,7 +152,10 @@ public:
         if (r.generation != e.generation) return nullptr;  // dead records hit the sentinel below
         const Archetype& a = *archetypes_[r.archetype];
         const std::int32_t c = a.column_index(id);
-        if (c < 0) return nullptr;
+        if (c < 0) [[unlikely]] {  // not in the table: a sparse component's set, if any
+            const SparseSet* set = sparse(id);
+            return set == nullptr ? nullptr : set->try_value(e);
+        }
         const Column& col = a.columns[static_cast<std::uint32_t>(c)];
         return col.data + std::size_t{r.row} * col.size;
     }
@@ -193,7 +197,26 @@ public:
     }
     [[nodiscard]] bool has(Entity e, ComponentId id) const noexcept {
         const EntityRecord* r = try_record(e);
-        return r != nullptr && archetypes_[r->archetype]->contains(id);
+        if (r == nullptr) return false;
+        if (archetypes_[r->archetype]->contains(id)) return true;
+        const SparseSet* set = sparse(id);  // a sparse component is in no table
+        return set != nullptr && set->contains(e);
+    }
+
+    // ---- sparse components (detail/sparse_set.hpp) ----
+    /// The sparse set of `id` in this world, or null (a table component, or one this world
+    /// has not recorded yet: `ensure_component` makes the set).
+    [[nodiscard]] SparseSet* sparse(ComponentId id) const noexcept {
+        return id.value < sparse_by_id_.size() ? sparse_by_id_[id.value] : nullptr;
+    }
+    /// Every sparse set of this world, in the order the world first saw their components.
+    [[nodiscard]] std::span<SparseSet* const> sparse_sets() const noexcept { return sparse_sets_; }
+    /// Room in the set of each sparse component of `ids` (recorded) for one more entity of
+    /// index `index`. @throws std::bad_alloc, changing nothing visible.
+    void reserve_sparse(std::span<const ComponentId> ids, std::uint32_t index) {
+        for (const ComponentId id : ids) {
+            if (SparseSet* set = sparse(id)) set->reserve(index, 1);
+        }
     }
     [[nodiscard]] std::size_t count() const noexcept { return alive_; }
     /// Archetypes a user can see: the empty one and every created one (not the two sentinels).
@@ -501,6 +524,17 @@ public:
         const Column& col = a.columns[static_cast<std::uint32_t>(column)];
         if (col.changed != nullptr) col.set_changed(row, tick);
     }
+    /// Stamps `e`'s `id` changed now, in its table or its sparse set (an untyped write's
+    /// stamp); nothing when `e` lacks it.
+    void stamp_changed_of(Entity e, ComponentId id) const noexcept {
+        const Location loc = try_location(e, id);
+        if (loc.archetype != nullptr) {
+            stamp_changed(*loc.archetype, loc.row, loc.column);
+        } else if (const SparseSet* set = sparse(id)) {
+            const std::uint32_t row = set->find(e);
+            if (row != SparseSet::no_row) set->stamp_changed(row, tick());
+        }
+    }
     /// Sets the tick (a schedule gives each exclusive system its own while it runs).
     void set_tick(std::uint64_t tick) noexcept { tick_ = tick; }
 
@@ -535,6 +569,13 @@ private:
     void init_row(TableRow at) noexcept;
     Bundle new_bundle(std::uint32_t bundle_id, std::span<const ComponentId> ids_in_order);
     void free_row(Archetype& a, std::uint32_t row) noexcept;
+    /// Erases the live entity `e` from every sparse set (despawn): O(sparse components).
+    void erase_sparse(Entity e) noexcept {
+        for (SparseSet* set : sparse_sets_) set->erase(e);
+    }
+    /// `prepare_add` of ids (recorded) some of which are sparse.
+    TableRow prepare_add_sparse(Entity e, const EntityRecord& r, std::span<const ComponentId> ids,
+                                bool* existed);
     /// Marks the record of a live entity dead (generation bumped) and frees its index.
     void free_record(std::uint32_t index) noexcept;
     /// The generation after `g`: it wraps to 1, and 0xFFFFFFFF is never used (it marks
@@ -569,6 +610,10 @@ private:
     std::pmr::vector<BundleEntry> bundles_;
     std::pmr::vector<std::int32_t> bundle_columns_;
     std::pmr::vector<std::uint64_t> permanent_;
+    // The sparse sets (owned), in the order made, and by component id (empty, so `sparse(id)`
+    // is one compare, in a world without sparse components).
+    std::pmr::vector<SparseSet*> sparse_sets_;
+    std::pmr::vector<SparseSet*> sparse_by_id_;
     std::uint64_t epoch_ = 0;
     bool hooked_ = false;    ///< something is attached
     bool hook_all_ = false;  ///< every change is hooked

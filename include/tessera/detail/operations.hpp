@@ -48,6 +48,9 @@ void apply_place(Storage& s, Entity e, std::span<const ComponentId> ids, std::by
 /// @throws Error(not_alive) naming `op`; std::bad_alloc; both before `commit` and any change.
 bool apply_remove(Storage& s, Entity e, std::span<const ComponentId> ids, const char* op,
                   Commit commit = {});
+/// Whether a despawn of live `e` concerns a hooked sparse component (one `e` has): the core's
+/// per-table flags don't say. O(sparse components of the world).
+[[nodiscard]] bool sparse_hooked(const Storage& s, Entity e) noexcept;
 /// Despawns `e` (observers, relations and the ChildOf cascade when present); false when it is
 /// not alive. @throws std::bad_alloc before any change (a queue's despawn takes
 /// `Hooks::despawn_many`, which pops the command once it can no longer fail).

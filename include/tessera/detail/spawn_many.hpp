@@ -71,6 +71,9 @@ void check_spawn_many_init(std::tuple<Index, Ts...>*) noexcept {
                   "tessera: spawn_many's init names the same component type twice");
     static_assert((std::is_default_constructible_v<std::remove_cvref_t<Ts>> && ...),
                   "tessera: spawn_many needs default-constructible components");
+    static_assert(!any_sparse_v<Ts...>,
+                  "tessera: spawn_many builds rows in one table: add sparse components "
+                  "(storage_kind::sparse) to the new entities with World::add");
 }
 
 /// Value-initialises row `row` of `a` for `Us` (at `columns`, in order); when a constructor

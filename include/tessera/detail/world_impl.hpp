@@ -4,6 +4,7 @@
 #pragma once
 
 #include <tessera/detail/operations.hpp>
+#include <tessera/detail/sparse_access.hpp>
 #include <tessera/detail/type_list.hpp>
 #include <tessera/fwd.hpp>
 
@@ -118,6 +119,10 @@ template <class T>
 /// `e`'s `T`, or null when `e` is dead or lacks `T`: the typed fast path of every read.
 template <class T>
 [[gnu::always_inline]] inline T* try_value(const Storage& s, Entity e, ComponentId id) noexcept {
+    if constexpr (sparse_v<T>) {  // sparse storage: the entity's set entry
+        const SparseSet* set = s.sparse(id);
+        return set == nullptr ? nullptr : reinterpret_cast<T*>(set->try_value(e));
+    }
     std::uint32_t row = 0;
     std::byte* data = s.try_column(e, id, row);
     return data == nullptr ? nullptr : reinterpret_cast<T*>(data) + row;
@@ -129,6 +134,18 @@ template <class U, class... Args>
 [[gnu::always_inline]] inline void place(Storage& s, TableRow at, std::int32_t c, bool existed,
                                          Args&&... args) noexcept {
     if constexpr (std::is_empty_v<U>) {
+        return;
+    }
+    if constexpr (sparse_v<U>) {
+        // A sparse component: `prepare_add` made its entry in the set (the row did not move).
+        SparseSet* set = s.sparse(component_id<U>());
+        const std::uint32_t row = set->find(at.archetype->entities[at.row]);
+        U* p = reinterpret_cast<U*>(set->value(row));
+        if (existed) {
+            p->~U();
+            set->stamp_changed(row, s.tick());
+        }
+        emplace_at<U>(p, std::forward<Args>(args)...);
         return;
     }
     if (c < 0) return;
@@ -189,6 +206,11 @@ requires(sizeof...(Ts) > 0) Entity World::spawn(Ts&&... components) {
             add_deferred(e, std::forward<Ts>(components)...);
             guard.release();
             return e;
+        }
+        if constexpr (detail::any_sparse_v<Ts...>) {
+            // Sparse components are in no table: the untyped placement splits them off.
+            return detail::spawn_split<std::remove_cvref_t<Ts>...>(*storage_,
+                                                                   std::forward<Ts>(components)...);
         }
         const ComponentId ids[] = {component_id<std::remove_cvref_t<Ts>>()...};
         detail::Storage& s = *storage_;
@@ -267,8 +289,18 @@ requires(sizeof...(Ts) > 0) inline void World::add(Entity e, Ts&&... components)
     static_assert(detail::unique_types_v<std::remove_cvref_t<Ts>...>,
                   "tessera: World::add got the same component type twice");
     if constexpr (sizeof...(Ts) == 1 && detail::nothrow_forward_v<Ts...> &&
-                  !detail::relation_only_v<Ts...> &&
+                  detail::any_sparse_v<Ts...> &&
                   !detail::brings_required_v<std::remove_cvref_t<Ts>...>) {
+        // A new sparse component: an insert into its set, no row moves.
+        const detail::EntryCheck entry(*storage_);
+        if ((detail::sparse_add_fast<std::remove_cvref_t<Ts>>(*storage_, e,
+                                                              std::forward<Ts>(components)) ||
+             ...)) [[likely]] {
+            return;
+        }
+    } else if constexpr (sizeof...(Ts) == 1 && detail::nothrow_forward_v<Ts...> &&
+                         !detail::relation_only_v<Ts...> &&
+                         !detail::brings_required_v<std::remove_cvref_t<Ts>...>) {
         // The common case inline, everything else out of line: a new component on a live
         // entity, nothing deferring or hooked, the table move cached (`Core::add_bytes`).
         detail::Storage& s = *storage_;
@@ -407,6 +439,9 @@ template <class... Ts>
 std::uint32_t World::archetype_index(const char* op) {
     static_assert(detail::components_v<Ts...>, TESSERA_COMPONENT_REQUIREMENT);
     static_assert(detail::unique_types_v<Ts...>, "tessera: a component set names a type twice");
+    static_assert(!detail::any_sparse_v<Ts...>,
+                  "tessera: an archetype's set has table components only: sparse components "
+                  "(storage_kind::sparse) are kept in no table");
     detail::check_not_parallel(*storage_, op);  // it may make the archetype
     if constexpr (sizeof...(Ts) == 0) {
         return detail::empty_archetype;
@@ -453,7 +488,12 @@ void World::emplace(Entity e, Args&&... args) {
 
 template <class... Ts>
 requires(sizeof...(Ts) > 0) inline bool World::remove(Entity e) {
-    if constexpr (sizeof...(Ts) == 1 && !detail::relation_only_v<Ts...>) {
+    if constexpr (sizeof...(Ts) == 1 && detail::any_sparse_v<Ts...>) {
+        const detail::EntryCheck entry(*storage_);
+        const int removed = detail::sparse_remove_fast<Ts...>(*storage_, e);
+        if (removed >= 0) [[likely]]
+            return removed != 0;
+    } else if constexpr (sizeof...(Ts) == 1 && !detail::relation_only_v<Ts...>) {
         // The common case inline, as for `add`.
         detail::Storage& s = *storage_;
         const detail::EntryCheck entry(s);
@@ -489,12 +529,17 @@ template <class... Ts>
 requires(sizeof...(Ts) > 0) bool World::has(Entity e) const noexcept {
     const detail::EntityRecord* r = storage_->try_record(e);
     if (r == nullptr) return false;
-    const detail::Archetype& a = storage_->archetype(r->archetype);
-    return (a.contains(detail::lookup_id<Ts>()) && ...);
+    if constexpr (detail::any_sparse_v<Ts...>) {
+        return (storage_->has(e, detail::lookup_id<Ts>()) && ...);  // sparse-aware, slower
+    } else {
+        const detail::Archetype& a = storage_->archetype(r->archetype);
+        return (a.contains(detail::lookup_id<Ts>()) && ...);
+    }
 }
 
 template <class T>
 [[gnu::always_inline]] inline T& World::checked(Entity e, const char* op) const {
+    if constexpr (detail::sparse_v<T>) return *detail::sparse_checked<T>(*storage_, e, op).value;
     std::uint32_t row = 0;
     std::byte* data = storage_->try_column(e, component_id<T>(), row);
     if (data == nullptr) [[unlikely]]
@@ -534,6 +579,11 @@ template <class T>
 
 template <class T>
 [[gnu::always_inline]] inline T& World::get_mut_value(Entity e) {
+    if constexpr (detail::sparse_v<T>) {
+        const detail::SparseRef<T> r = detail::sparse_checked<T>(*storage_, e, "World::get_mut");
+        r.set->stamp_changed(r.row, storage_->tick());
+        return *r.value;
+    }
     const ComponentId id = component_id<T>();
     const detail::Location loc = storage_->try_location(e, id);
     if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::get_mut", e, id);
@@ -559,6 +609,11 @@ template <class T>
 
 template <class T>
 [[gnu::always_inline]] inline T* World::try_get_mut_value(Entity e) noexcept {
+    if constexpr (detail::sparse_v<T>) {
+        const detail::SparseRef<T> r = detail::sparse_find<T>(*storage_, e);
+        if (r.value != nullptr) r.set->stamp_changed(r.row, storage_->tick());
+        return r.value;
+    }
     // A type that cannot be registered (type_conflict) is in no table: not there.
     const detail::Location loc = storage_->try_location(e, detail::lookup_id<T>());
     if (loc.archetype == nullptr) return nullptr;
@@ -599,6 +654,18 @@ template <class T>
 [[gnu::always_inline]] inline void World::set_value(Entity e, T&& value) {
     using U = std::remove_cvref_t<T>;
     const ComponentId id = component_id<U>();
+    if constexpr (detail::sparse_v<U>) {
+        const detail::SparseRef<U> r = detail::sparse_checked<U>(*storage_, e, "World::set");
+        const bool hooked = storage_->hooked(id);
+        if (hooked) [[unlikely]]
+            detail::check_not_parallel(*storage_, "World::set");
+        r.value->~U();
+        ::new (static_cast<void*>(r.value)) U(std::forward<T>(value));
+        r.set->stamp_changed(r.row, storage_->tick());
+        if (hooked) [[unlikely]]
+            storage_->hooks().set(*storage_, e, id);
+        return;
+    }
     const detail::Location loc = storage_->try_location(e, id);
     if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::set", e, id);
     const bool hooked = storage_->hooked(id);
@@ -653,12 +720,20 @@ bool World::set_if_changed(Entity e, T&& value) {
                   "tessera: set_if_changed on a type with component_traits<T>::track_changes "
                   "= false");
     const ComponentId id = component_id<U>();
-    const detail::Location loc = storage_->try_location(e, id);
-    if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::set_if_changed", e, id);
-    if (storage_->writes_watched()) [[unlikely]]
-        detail::check_write(*storage_, "World::set_if_changed", e, id);
-    U* p = detail::column_ptr<U>(*loc.archetype, loc.column, loc.row);
-    storage_->track(id);  // may allocate; nothing written yet
+    U* p = nullptr;
+    if constexpr (detail::sparse_v<U>) {  // sparse sets keep ticks already
+        p = detail::sparse_checked<U>(*storage_, e, "World::set_if_changed").value;
+        if (storage_->writes_watched()) [[unlikely]]
+            detail::check_write(*storage_, "World::set_if_changed", e, id);
+    } else {
+        const detail::Location loc = storage_->try_location(e, id);
+        if (loc.archetype == nullptr)
+            detail::throw_lookup(*storage_, "World::set_if_changed", e, id);
+        if (storage_->writes_watched()) [[unlikely]]
+            detail::check_write(*storage_, "World::set_if_changed", e, id);
+        p = detail::column_ptr<U>(*loc.archetype, loc.column, loc.row);
+        storage_->track(id);  // may allocate; nothing written yet
+    }
     if (*p == value) return false;
     set(e, std::forward<T>(value));
     return true;
@@ -671,6 +746,10 @@ std::uint64_t World::tick_of(Entity e, bool added, const char* op) {
                   "can't be read");
     static_assert(!std::is_empty_v<T>, "tessera: tags carry no change ticks");
     const ComponentId id = component_id<T>();
+    if constexpr (detail::sparse_v<T>) {  // sparse sets keep ticks from the start
+        const detail::SparseRef<T> r = detail::sparse_checked<T>(*storage_, e, op);
+        return added ? r.set->added()[r.row] : r.set->changed_at(r.row);
+    }
     const detail::Location loc = storage_->try_location(e, id);
     if (loc.archetype == nullptr) detail::throw_lookup(*storage_, op, e, id);
     storage_->track(id);
@@ -705,6 +784,11 @@ void World::modified(Entity e) {
         if (!storage_->has(e, id)) detail::throw_lookup(*storage_, "World::modified", e, id);
         if (storage_->writes_watched()) [[unlikely]]
             detail::check_write(*storage_, "World::modified", e, id);
+    } else if constexpr (detail::sparse_v<T>) {
+        const detail::SparseRef<T> r = detail::sparse_checked<T>(*storage_, e, "World::modified");
+        if (storage_->writes_watched()) [[unlikely]]
+            detail::check_write(*storage_, "World::modified", e, id);
+        r.set->stamp_changed(r.row, storage_->tick());
     } else {
         const detail::Location loc = storage_->try_location(e, id);
         if (loc.archetype == nullptr) detail::throw_lookup(*storage_, "World::modified", e, id);
