@@ -48,7 +48,15 @@ struct Local {  // never replicated
 struct Local2 {  // never replicated, not trivially copyable
     std::string s;
 };
+struct SparseHp {  // sparse: refused by replicate
+    int hp = 0;
+};
 }  // namespace net_test
+
+template <>
+struct tessera::component_traits<net_test::SparseHp> {
+    static constexpr auto storage = tessera::storage_kind::sparse;
+};
 
 TESSERA_REFLECT(net_test::Label, text, level)
 TESSERA_REFLECT(net_test::Flags, on, mode)
@@ -629,6 +637,15 @@ TEST(Net, ReplicateRefusesWhatItCantSend) {
     net::Replicator rep(w);
     EXPECT_THROW(rep.replicate<ts::ChildOf>(), ts::Error);
     EXPECT_EQ(rep.components().size(), 0u);
+    // A sparse component: the delta would never see its changes.
+    try {
+        rep.replicate<Pos, SparseHp>();
+        ADD_FAILURE() << "a sparse component was accepted";
+    } catch (const ts::Error& e) {
+        EXPECT_EQ(e.code(), ts::errc::invalid_argument);
+        EXPECT_NE(std::string(e.what()).find("sparse"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(rep.components().size(), 0u);  // nothing of the call, Pos included
     rep.replicate<Pos>();
     rep.replicate<Pos, Vel>();  // again: adds Vel only
     EXPECT_EQ(rep.components().size(), 2u);

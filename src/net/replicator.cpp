@@ -600,6 +600,11 @@ struct Replicator::Impl {
             const std::string name(info.name);
             if (info.reserved || s->reserved(id))
                 fail(op, name + " is a relation's component: relations are not replicated");
+            if (info.sparse)
+                fail(op, name +
+                             " is a sparse component (storage_kind::sparse): replication reads "
+                             "the tables' change ticks and row logs, which sparse sets don't "
+                             "have");
             if (!info.is_tag()) {
                 if (!info.track_changes)
                     fail(op, name +
