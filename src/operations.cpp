@@ -24,10 +24,7 @@ void put_value(Storage& s, TableRow at, ComponentId id, std::byte* value, bool e
         const std::uint32_t row = set->find(at.archetype->entities[at.row]);
         std::byte* dst = set->value(row);
         if (existed && info.destroy != nullptr) info.destroy(dst, 1);
-        if (info.relocate != nullptr)
-            info.relocate(dst, value, 1);
-        else
-            std::memcpy(dst, value, info.size);
+        info.relocate_values(dst, value, 1);
         if (existed) set->stamp_changed(row, s.tick());
         return;
     }

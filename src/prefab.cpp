@@ -177,10 +177,8 @@ Entity queue_one(Storage& s, const Level& l, Entity parent, OverrideValues* over
                 given = overrides->values[k];
                 if (info.is_tag()) {
                     destroy_value(info, given);
-                } else if (info.relocate != nullptr) {
-                    info.relocate(value, given, 1);
                 } else {
-                    std::memcpy(value, given, info.size);
+                    info.relocate_values(value, given, 1);
                 }
                 overrides->moved |= std::uint64_t{1} << k;
             }
@@ -419,20 +417,12 @@ std::span<const Entity> instantiate_now(Storage& s, Entity prefab, std::size_t n
         if (c < 0) continue;  // a sparse override: below
         const Column& col = root.target->columns[static_cast<std::uint32_t>(c)];
         std::byte* dst = col.data + std::size_t{root.first_row} * col.size;
-        if (info.relocate != nullptr)
-            info.relocate(dst, override_values[k], 1);
-        else
-            std::memcpy(dst, override_values[k], info.size);
+        info.relocate_values(dst, override_values[k], 1);
     }
     for (const SparseCopy& c : sparse) {
         const ComponentInfo& info = c.set->info();
-        if (c.override_at != SparseCopy::no_override && !info.is_tag()) {
-            std::byte* given = override_values[c.override_at];
-            if (info.relocate != nullptr)
-                info.relocate(slot(c), given, 1);
-            else
-                std::memcpy(slot(c), given, info.size);
-        }
+        if (c.override_at != SparseCopy::no_override && !info.is_tag())
+            info.relocate_values(slot(c), override_values[c.override_at], 1);
     }
     // Their rows, in the list's order: each lands on the value built for it (reserved).
     for (const SparseCopy& c : sparse) {

@@ -358,10 +358,7 @@ void relate(Storage& s, const RelationType& type, Entity e, Entity target, std::
     std::byte* buffer = nullptr;
     if (!info.is_tag()) {
         buffer = s.deferred().allocate_value(info);
-        if (info.relocate != nullptr)
-            info.relocate(buffer, value, 1);
-        else
-            std::memcpy(buffer, value, info.size);
+        info.relocate_values(buffer, value, 1);
     } else if (info.destroy != nullptr) {
         info.destroy(value, 1);
     }

@@ -757,10 +757,7 @@ void set_fields(World& world, Entity e, ComponentId id, const nlohmann::json& fi
         throw;
     }
     if (info.destroy != nullptr) info.destroy(p, 1);
-    if (info.relocate != nullptr)
-        info.relocate(p, copy, 1);
-    else
-        std::memcpy(p, copy, info.size);
+    info.relocate_values(p, copy, 1);
     mr->deallocate(copy, info.size, align);
     s.stamp_changed_of(e, id);  // table or sparse
     if (hooked) s.hooks().set(s, e, id);

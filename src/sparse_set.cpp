@@ -78,10 +78,7 @@ void SparseSet::grow(std::size_t min_capacity) {
     if (size_ != 0) {
         std::memcpy(ents.p, entities_, std::size_t{size_} * sizeof(Entity));
         if (size_bytes_ != 0) {
-            if (info_->relocate != nullptr)
-                info_->relocate(vals.p, data_, size_);
-            else
-                std::memcpy(vals.p, data_, std::size_t{size_} * size_bytes_);
+            info_->relocate_values(vals.p, data_, size_);
         }
         if (tracked_) {
             std::memcpy(added.p, added_, std::size_t{size_} * sizeof(std::uint64_t));
@@ -155,10 +152,7 @@ void SparseSet::erase_row(std::uint32_t row) noexcept {
         const Entity moved = entities_[last];
         entities_[row] = moved;
         if (size_bytes_ != 0) {
-            if (info_->relocate != nullptr)
-                info_->relocate(value(row), value(last), 1);
-            else
-                std::memcpy(value(row), value(last), size_bytes_);
+            info_->relocate_values(value(row), value(last), 1);
         }
         if (tracked_) {
             added_[row] = added_[last];

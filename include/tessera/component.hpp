@@ -123,6 +123,14 @@ struct ComponentInfo {
         else if (size != 0)
             __builtin_memset(p, 0, size);
     }
+    /// Moves `n` values from `src` into uninitialised `dst` and ends the `src` ones: `relocate`,
+    /// or a memcpy of trivially relocatable values. Ranges don't overlap.
+    void relocate_values(void* dst, void* src, std::size_t n) const noexcept {
+        if (relocate != nullptr)
+            relocate(dst, src, n);
+        else if (size != 0)
+            __builtin_memcpy(dst, src, std::size_t{size} * n);
+    }
     /// Copy-constructs `n` values from `src` into uninitialised `dst`; when a copy throws, the
     /// ones made are destroyed and the exception propagates. Precondition: `copyable()`.
     void copy_values(void* dst, const void* src, std::size_t n) const {

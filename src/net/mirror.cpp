@@ -312,10 +312,7 @@ struct Mirror::Impl {
                 skip_value(r, c);
                 Staging::Value& v = staged.values[staged.next++];
                 if (c.info->destroy != nullptr) c.info->destroy(at, 1);
-                if (c.info->relocate != nullptr)
-                    c.info->relocate(at, v.value, 1);
-                else
-                    std::memcpy(at, v.value, c.info->size);
+                c.info->relocate_values(at, v.value, 1);
                 v.value = nullptr;
             }
             s->stamp_changed(*loc.archetype, loc.row, loc.column);
