@@ -94,23 +94,28 @@ inline void move_row(const Column& from, std::uint32_t src, const Column& to,
     if (to.enabled != nullptr) to.enabled[dst] = from.enabled[src];
 }
 
-// The sorted set `from` +/- `ids`, in a buffer from `mr`.
-std::pmr::vector<ComponentId> merged_set(const Archetype& from, std::span<const ComponentId> ids,
-                                         bool adding, std::pmr::memory_resource* mr) {
-    std::pmr::vector<ComponentId> sorted(ids.begin(), ids.end(), mr);
-    std::sort(sorted.begin(), sorted.end());
-    std::pmr::vector<ComponentId> out(mr);
-    out.reserve(from.ids.size() + sorted.size());
-    if (adding) {
-        std::set_union(from.ids.begin(), from.ids.end(), sorted.begin(), sorted.end(),
-                       std::back_inserter(out));
-    } else {
-        std::set_difference(from.ids.begin(), from.ids.end(), sorted.begin(), sorted.end(),
-                            std::back_inserter(out));
-    }
-    return out;
-}
 }  // namespace
+
+Archetype& Core::merged_target(const Archetype& from, std::span<const ComponentId> ids,
+                               bool adding) {
+    // The set is built in place in the kept buffer: sorted, each id once.
+    std::pmr::vector<ComponentId>& set = set_buffer_;
+    set.clear();
+    if (adding) {
+        set.reserve(from.ids.size() + ids.size());
+        set.assign(from.ids.begin(), from.ids.end());
+        for (const ComponentId id : ids) {
+            const auto at = std::lower_bound(set.begin(), set.end(), id);
+            if (at == set.end() || *at != id) set.insert(at, id);
+        }
+    } else {
+        set.reserve(from.ids.size());
+        for (const ComponentId id : from.ids) {
+            if (std::find(ids.begin(), ids.end(), id) == ids.end()) set.push_back(id);
+        }
+    }
+    return archetype_for(set);
+}
 
 Archetype& Core::edge_target(Archetype& from, ComponentId id, bool adding) {
     if (const EdgeMap::Edge* e = from.edges.find(id.value); e != nullptr) {
@@ -119,7 +124,7 @@ Archetype& Core::edge_target(Archetype& from, ComponentId id, bool adding) {
     }
     if (adding) ensure_component(id);
     const ComponentId one[] = {id};
-    Archetype& to = archetype_for(merged_set(from, one, adding, mr_));
+    Archetype& to = merged_target(from, one, adding);
     // Only tables with rows get edges: the fast paths (`add_bytes`) move rows along them.
     if (from.index == pending_archetype || from.index == dead_archetype) return to;
     EdgeMap::Edge& edge = from.edges.get(id.value);
@@ -468,7 +473,7 @@ TableRow Core::prepare_add(Entity e, std::span<const ComponentId> ids, bool* exi
     if (ids.size() == 1) {
         to = &edge_target(from, ids[0], true);
     } else {
-        to = &archetype_for(merged_set(from, ids, true, mr_));
+        to = &merged_target(from, ids, true);
     }
     reserve_rows(*to, 1);
     return move_entity(e, *r, *to);
@@ -493,9 +498,8 @@ TableRow Core::prepare_add_sparse(Entity e, const EntityRecord& r, std::span<con
     }
     TableRow at{&from, r.row};
     if (new_table != 0) {
-        Archetype& to = new_table == 1
-                            ? edge_target(from, table[0], true)
-                            : archetype_for(merged_set(from, {table.data(), new_table}, true, mr_));
+        Archetype& to = new_table == 1 ? edge_target(from, table[0], true)
+                                       : merged_target(from, {table.data(), new_table}, true);
         reserve_rows(to, 1);
         at = move_entity(e, r, to);
     }
@@ -532,8 +536,7 @@ bool Core::remove(Entity e, std::span<const ComponentId> ids, const char* op) {
 }
 
 Archetype& Core::removal_target(Archetype& from, std::span<const ComponentId> ids) {
-    return ids.size() == 1 ? edge_target(from, ids[0], false)
-                           : archetype_for(merged_set(from, ids, false, mr_));
+    return ids.size() == 1 ? edge_target(from, ids[0], false) : merged_target(from, ids, false);
 }
 
 }  // namespace tessera::detail

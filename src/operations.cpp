@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <unordered_map>
 
 namespace tessera::detail {
 
@@ -198,6 +199,90 @@ void flush(Storage& s) {
         }
     }
     if (cycle) std::rethrow_exception(cycle);
+}
+
+void reserve_queued(Storage& s) {
+    const std::span<const Command> pending = s.deferred().pending();
+    if (pending.empty()) return;
+    std::pmr::memory_resource* mr = s.resource();
+    // Where each entity the commands move is, as they apply in order (archetype by entity
+    // index), the rows each target table gains, and the entries each sparse set gains.
+    std::pmr::unordered_map<std::uint32_t, std::uint32_t> where(mr);
+    std::pmr::unordered_map<std::uint32_t, std::size_t> gains(mr);
+    std::pmr::unordered_map<const SparseSet*, std::size_t> entries(mr);
+    std::pmr::vector<ComponentId> ids(mr);
+    std::pmr::vector<ComponentId> brought(mr);
+    std::pmr::vector<ComponentId> table(mr);
+    std::size_t widest = 0;
+    for (std::size_t i = 0; i < pending.size();) {
+        const Command& c = pending[i];
+        // The call's extent, as `apply_front` finds it.
+        std::size_t n = 1;
+        if (c.kind == Command::Kind::place) {
+            while (n - 1 < c.group && i + n < pending.size() &&
+                   pending[i + n].kind == Command::Kind::add && pending[i + n].entity == c.entity)
+                ++n;
+        } else if (c.kind == Command::Kind::add || c.kind == Command::Kind::remove) {
+            const std::size_t want = std::max<std::size_t>(c.group, 1);
+            while (n < want && i + n < pending.size() && pending[i + n].kind == c.kind &&
+                   pending[i + n].entity == c.entity && pending[i + n].group == 0)
+                ++n;
+        }
+        const std::span<const Command> call = pending.subspan(i, n);
+        i += n;
+        const EntityRecord* r = s.try_record(c.entity);
+        if (r == nullptr) continue;
+        const auto it = where.find(c.entity.index);
+        const std::uint32_t at = it != where.end() ? it->second : r->archetype;
+        if (at == dead_archetype) continue;
+        Archetype& from = s.archetype(at);
+        std::uint32_t to = at;
+        switch (c.kind) {
+            case Command::Kind::despawn: to = dead_archetype; break;
+            case Command::Kind::place:
+            case Command::Kind::add: {
+                if (c.kind == Command::Kind::place && at != pending_archetype) continue;
+                ids.clear();
+                for (const Command& a : call.subspan(c.kind == Command::Kind::place ? 1 : 0))
+                    ids.push_back(a.id);
+                const std::span<const ComponentId> all =
+                    Required::list(s, from, ids, c.entity, brought) ? std::span(brought)
+                                                                    : std::span(ids);
+                table.clear();
+                for (const ComponentId id : all) {
+                    s.ensure_component(id);
+                    if (SparseSet* set = s.sparse(id)) {
+                        if (!set->contains(c.entity)) set->reserve(c.entity.index, ++entries[set]);
+                    } else if (!from.contains(id)) {
+                        table.push_back(id);
+                    }
+                }
+                if (table.empty() && c.kind == Command::Kind::add) continue;
+                widest = std::max(widest, from.ids.size() + all.size());
+                to = table.size() == 1 && at != pending_archetype
+                         ? s.edge_target(from, table[0], true).index
+                         : s.merged_target(from, table, true).index;
+                break;
+            }
+            case Command::Kind::remove: {
+                ids.clear();
+                for (const Command& a : call) {
+                    if (from.contains(a.id)) ids.push_back(a.id);
+                }
+                if (ids.empty()) continue;
+                widest = std::max(widest, from.ids.size());
+                to = ids.size() == 1 ? s.edge_target(from, ids[0], false).index
+                                     : s.merged_target(from, ids, false).index;
+                break;
+            }
+            case Command::Kind::relate:
+            case Command::Kind::unrelate: continue;  // the relations' own (a hooked world)
+        }
+        where[c.entity.index] = to;
+        if (to != dead_archetype) ++gains[to];
+    }
+    for (const auto& [index, rows] : gains) s.reserve_rows(s.archetype(index), rows);
+    s.reserve_set_buffer(widest);
 }
 
 void end_defer_noexcept(Storage& s) noexcept {

@@ -25,24 +25,8 @@ public:
         Storage& s = s_;
         const std::span<const ComponentId> ids = call_ids_;
         std::byte* const* values = call_values_;
-        bool brings = false;
-        for (const ComponentId id : ids) brings |= component_info(id).required_count != 0;
-        if (!brings) [[likely]]
+        if (!list(s, from, ids, holder, ids_)) [[likely]]
             return;
-        const auto named = [&](ComponentId id) {
-            if (from.contains(id) || std::find(ids_.begin(), ids_.end(), id) != ids_.end())
-                return true;
-            const SparseSet* set = s.sparse(id);
-            return set != nullptr && set->contains(holder);
-        };
-        ids_.assign(ids.begin(), ids.end());
-        for (const ComponentId id : ids) {
-            const ComponentInfo& info = component_info(id);
-            for (std::uint32_t k = 0; k < info.required_count; ++k)
-                if (!named(info.required[k])) ids_.push_back(info.required[k]);
-        }
-        const std::size_t extra = ids_.size() - ids.size();
-        if (extra == 0) return;
         s.check_plain(std::span(ids_).subspan(ids.size()), op);
         values_.reserve(ids_.size());
         values_.assign(values, values + ids.size());
@@ -61,6 +45,29 @@ public:
             }
             values_.push_back(v);
         }
+    }
+    /// Whether `ids` bring any: then `out` is `ids` with the ones `from` (and `holder`'s sparse
+    /// components) lack appended, transitively (each `required` list is closed already).
+    /// @throws std::bad_alloc.
+    static bool list(const Storage& s, const Archetype& from, std::span<const ComponentId> ids,
+                     Entity holder, std::pmr::vector<ComponentId>& out) {
+        bool brings = false;
+        for (const ComponentId id : ids) brings |= component_info(id).required_count != 0;
+        if (!brings) [[likely]]
+            return false;
+        const auto named = [&](ComponentId id) {
+            if (from.contains(id) || std::find(out.begin(), out.end(), id) != out.end())
+                return true;
+            const SparseSet* set = s.sparse(id);
+            return set != nullptr && set->contains(holder);
+        };
+        out.assign(ids.begin(), ids.end());
+        for (const ComponentId id : ids) {
+            const ComponentInfo& info = component_info(id);
+            for (std::uint32_t k = 0; k < info.required_count; ++k)
+                if (!named(info.required[k])) out.push_back(info.required[k]);
+        }
+        return out.size() > ids.size();
     }
     Required(const Required&) = delete;
     Required& operator=(const Required&) = delete;

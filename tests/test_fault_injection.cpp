@@ -1012,6 +1012,11 @@ std::vector<std::vector<std::byte>> mirror_messages() {
     w.add<Tag>(es[6]);
     (void)w.remove<B>(es[8]);
     w.add(es[9], B{5, 5});
+    w.add<Tag>(es[10]);  // two adds to one entity: one move to a table no one had
+    w.add(es[10], Label{long_text(10)});
+    (void)w.remove<A>(es[14]);  // two removes and an add to one entity
+    (void)w.remove<B>(es[14]);
+    w.add<Tag>(es[14]);
     for (int i = 0; i < 20; ++i) (void)w.spawn(A{1000 + i}, Label{long_text(1000 + i)}, Tag{});
     out.push_back(rep.delta(c));
     return out;
@@ -1055,13 +1060,10 @@ void sweep_mirror(bool global) {
             tessera::test::fail_global_new_at = 0;
             res.disarm();
             if (this_failed) {
-                // The mirror's own allocations come before anything changes. The client
-                // world's may fail inside the batch: what it applied stays, the rest stays
-                // queued, and the retry (or any later message) completes it.
-                if (global) {
-                    EXPECT_EQ(client_view(client), before) << what << ": message " << i;
-                    EXPECT_EQ(m.size(), size) << what << ": message " << i;
-                }
+                // Every allocation, the mirror's and the client world's (its tables, rows and
+                // sparse entries for the whole batch), comes before anything changes.
+                EXPECT_EQ(client_view(client), before) << what << ": message " << i;
+                EXPECT_EQ(m.size(), size) << what << ": message " << i;
                 EXPECT_EQ(m.tick(), tick) << what << ": message " << i;
                 EXPECT_EQ(m.apply(messages[i]), ticks[i]) << what << ": the retry";
             }

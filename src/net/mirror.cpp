@@ -379,8 +379,9 @@ struct Mirror::Impl {
             }
         }
         // What can still fail comes before anything changes: the new mappings' nodes (the
-        // splice into `locals` below allocates nothing, its buckets are reserved) and the
-        // decoded in-place values of reflected types.
+        // splice into `locals` below allocates nothing, its buckets are reserved), the
+        // decoded in-place values of reflected types, and the client world's room for the
+        // whole batch (target tables, rows, sparse entries), so that its flush can't fail.
         std::unordered_map<std::uint64_t, Entity> fresh(spawned.begin(), spawned.end());
         Staging staged;
         if (writes) {
@@ -396,6 +397,7 @@ struct Mirror::Impl {
                 if (rec.in_place != 0) stage_in_place(r, rec, staged);
             }
         }
+        tessera::detail::reserve_queued(*s);
         guard.release();
         for (const std::uint64_t remote : forgotten) locals.erase(remote);
         for (const auto& [remote, local] : spawned) locals.erase(remote);  // a dead local's

@@ -57,6 +57,7 @@ inline std::uint64_t walk(ts::World& w, const fuzzw::Runtime& rt) {
         if (const fuzzw::Stat* s = w.try_get<fuzzw::Stat>(e))
             sum += w.strings().get(s->label.value).size();
         if (w.has<fuzzw::Ai>(e)) sum += w.is_enabled<fuzzw::Ai>(e) ? 1 : 0;
+        if (const fuzzw::Buff* b = w.try_get<fuzzw::Buff>(e)) sum += b->what.size();
         if (const fuzzw::Link* l = w.relation<fuzzw::Link>(e)) sum += l->why.size();
         for (const ts::Entity t : w.targets<fuzzw::Link>(e)) {
             check(w.is_alive(t), "a Link target is dead");
@@ -78,6 +79,11 @@ inline std::uint64_t walk(ts::World& w, const fuzzw::Runtime& rt) {
         [&](ts::Entity e, const fuzzw::Pos&) { sum += e.index; });
     w.query<const fuzzw::Ai&, const fuzzw::Nested&>().each(
         [&](const fuzzw::Ai& a, const fuzzw::Nested& n) { sum += a.mode + n.id; });
+    w.query<ts::Entity, const fuzzw::Buff&, const fuzzw::Pos*>().each(
+        [&](ts::Entity e, const fuzzw::Buff& b, const fuzzw::Pos* p) {
+            check(w.has<fuzzw::Buff>(e), "a query over a sparse term visits an entity without it");
+            sum += b.what.size() + (p != nullptr ? 1 : 0);
+        });
     w.query_dynamic({.all = {rt.flag}}).each_chunk([&](ts::Chunk& c) {
         const std::uint8_t* flags = c.enabled(rt.flag);
         for (std::size_t r = 0; r < c.count(); ++r) sum += flags[r];
@@ -137,7 +143,7 @@ inline void exercise(ts::World& w, const fuzzw::Runtime& rt, std::size_t max_fre
         (void)w.despawn(e);
     }
     check(w.count() == permanent, "despawning every dynamic entity left others");
-    (void)w.spawn(fuzzw::Pos{}, fuzzw::Name{"new", 1});
+    (void)w.spawn(fuzzw::Pos{}, fuzzw::Name{"new", 1}, fuzzw::Buff{"new", 1});
     (void)walk(w, rt);
 
     w.restore(snap);

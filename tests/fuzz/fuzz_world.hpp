@@ -47,6 +47,11 @@ struct Ai {
     std::uint16_t mode = 0;
     std::uint16_t level = 0;
 };
+/// Sparse (kept outside the tables), with heap-owning data.
+struct Buff {
+    std::string what;
+    float left = 0;
+};
 /// A relation with heap-owning data.
 struct Link {
     float weight = 0;
@@ -64,9 +69,14 @@ TESSERA_REFLECT(fuzzw::Nested, p, a, id)
 TESSERA_REFLECT(fuzzw::Name, text, n)
 TESSERA_REFLECT(fuzzw::Ai, mode, level)
 TESSERA_REFLECT(fuzzw::Link, weight, why)
+TESSERA_REFLECT(fuzzw::Buff, what, left)
 template <>
 struct tessera::component_traits<fuzzw::Ai> {
     static constexpr bool enableable = true;
+};
+template <>
+struct tessera::component_traits<fuzzw::Buff> {
+    static constexpr tessera::storage_kind storage = tessera::storage_kind::sparse;
 };
 
 namespace fuzzw {
@@ -104,7 +114,7 @@ inline const Runtime& setup() {
     static const Runtime rt = [] {
         ts::World w;
         const Runtime r = define_runtime(w);
-        const ts::Entity a = w.spawn(Pos{}, Stat{}, Nested{}, Name{}, Ai{}, Dead{});
+        const ts::Entity a = w.spawn(Pos{}, Stat{}, Nested{}, Name{}, Ai{}, Dead{}, Buff{});
         const ts::Entity b = w.spawn();
         w.relate(a, Link{}, b);
         w.relate<Likes>(a, b);
@@ -150,6 +160,7 @@ inline void populate(ts::World& w, int variant) {
         es.push_back(e);
     }
     auto at = [&](int i) { return es[static_cast<std::size_t>(i) % es.size()]; };
+    auto f_of = [](int i) { return static_cast<float>(i); };
     if (variant >= 2) {
         // Relations: a Link with several targets, Likes, a ChildOf chain and a second parent.
         w.relate(at(1), Link{0.5f, "first"}, at(2));
@@ -160,6 +171,9 @@ inline void populate(ts::World& w, int variant) {
         w.relate<ts::ChildOf>(at(8), at(9));
         w.relate<ts::ChildOf>(at(10), at(9));
         w.relate<ts::ChildOf>(at(10), at(11));
+        // Sparse values on entities of several tables (one of them about to die).
+        for (int i = 0; i < n; i += 3)
+            w.add(at(i), Buff{"buff " + std::to_string(i), 0.5f * f_of(i)});
     }
     if (variant >= 3) {
         // Holes in the entity index, a permanent entity, disabled flags, tracked ticks.

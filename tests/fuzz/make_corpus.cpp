@@ -132,7 +132,7 @@ int main(int argc, char** argv) {
     const std::filesystem::path dir = argv[1];
     std::filesystem::create_directories(dir);
     write_binary(dir);
-    if (argc == 3) {
+    if (argc >= 3) {
         const std::filesystem::path json_dir = argv[2];
         std::filesystem::create_directories(json_dir);
         write_json(json_dir);

@@ -273,6 +273,12 @@ public:
     /// The archetype `from` leads to by adding (`adding`) or removing `id`, created if needed;
     /// cached with its move plan on `from`'s edges.
     Archetype& edge_target(Archetype& from, ComponentId id, bool adding);
+    /// The archetype of `from`'s set with `ids` added (`adding`) or taken out, created if
+    /// needed. The set is built in a buffer the core keeps, so a call allocates nothing when
+    /// the archetype exists and the buffer has room (`reserve_set_buffer`).
+    Archetype& merged_target(const Archetype& from, std::span<const ComponentId> ids, bool adding);
+    /// Room in that buffer for a set of `n` ids. @throws std::bad_alloc.
+    void reserve_set_buffer(std::size_t n) { set_buffer_.reserve(n); }
     /// The archetype for a cached bundle (a fixed list of types, e.g. a spawn call's), plus the
     /// column index of each type in bundle order.
     struct Bundle {
@@ -622,7 +628,8 @@ private:
     std::size_t free_count_ = 0;
     std::size_t alive_ = 0;
     std::uint64_t tick_ = 1;
-    std::pmr::vector<RowLogState> row_logs_{mr_};  ///< by component id (`log_rows`)
+    std::pmr::vector<RowLogState> row_logs_{mr_};    ///< by component id (`log_rows`)
+    std::pmr::vector<ComponentId> set_buffer_{mr_};  ///< `merged_target`'s
 };
 
 /// A process-wide sequence number for a list of component types (used to cache the archetype

@@ -75,6 +75,14 @@ std::size_t queue_despawns(Storage& s, std::span<const Entity> es);
 /// exception propagates; a queued ChildOf that would close a loop is dropped, the rest still
 /// applies, and the flush then reports the first such error.
 void flush(Storage& s);
+/// Makes room for applying the world's queued commands in order: each spawn's, add's and
+/// remove's target table (made when new, left empty) with room for the rows it gains, the
+/// entries they make in sparse sets and the core's set buffer. After it, a flush of those
+/// commands allocates nothing in the core: in a world without observers or relations
+/// (`!s.hooked()`), where no call brings a required component it lacks or names more than 16
+/// components, it cannot fail. O(queued commands). @throws std::bad_alloc, changing nothing a
+/// user can see.
+void reserve_queued(Storage& s);
 /// Leaves one deferral level; the outermost applies the queued commands (may throw; they stay
 /// queued then).
 inline void end_defer(Storage& s) {

@@ -48,11 +48,12 @@ public:
     /// and returns the current tick. The client's own components on mirrored entities stay.
     /// @throws Error(invalid_argument) naming what is wrong with a malformed or hostile message
     /// (nothing changes then), or for a delta relative to a tick this mirror never applied
-    /// (a new mirror needs a full state: reconnect); std::bad_alloc: when the mirror's own
-    /// allocations fail nothing changes; when the client world's fail inside the batch, what
-    /// it applied stays and the rest stays queued in the world (as any failed flush leaves
-    /// it). Either way the tick does not move, and applying the same message again (or any
-    /// later one the server sends) gives exactly the world a run without the failure gives.
+    /// (a new mirror needs a full state: reconnect); std::bad_alloc, and nothing changes:
+    /// the mirror's allocations and the client world's room for the whole batch (its target
+    /// tables, rows and sparse entries) are all made before the first change (in a client
+    /// world without observers or relations: docs/networking.md, "What it does not do").
+    /// Applying the same message again gives exactly the world a run without the failure
+    /// gives.
     std::uint64_t apply(std::span<const std::byte> message);
     /// The local entity mirroring server entity `remote`, or null when unknown (or despawned
     /// on the client).
