@@ -21,7 +21,11 @@ struct ComponentId {
 
     /// Whether this names a component (the default-constructed id does not).
     [[nodiscard]] constexpr bool valid() const noexcept { return value != 0xFFFFFFFFu; }
-    /// Ids compare by `value`.
+    /// Ids compare by `value`. (`==` is spelled out: nvcc's front end warns that a defaulted
+    /// one is "used but never defined".)
+    friend constexpr bool operator==(ComponentId a, ComponentId b) noexcept {
+        return a.value == b.value;
+    }
     friend constexpr auto operator<=>(ComponentId, ComponentId) noexcept = default;
 };
 

@@ -48,8 +48,8 @@ void World::import(Schedule& schedule) {
                   "tessera: World::import<M> needs a module: a default-constructible type with "
                   "`void build(tessera::World&, tessera::Schedule&)`");
     detail::import_module(*this, schedule, detail::module_name<M>(), [](World& w, Schedule& s) {
-        M module{};
-        module.build(w, s);
+        M built{};  // not `module`: a C++20 keyword in some positions (nvcc warns)
+        built.build(w, s);
     });
 }
 
