@@ -51,11 +51,14 @@ BENCH_JSON := $(BENCH_DIR)/bench/results.json
 BENCH_WARM_JSON := $(BENCH_DIR)/bench/results-warm.json
 # The size sweep of the plots: every scenario that scales rerun at N = BENCH_SWEEP entities
 # (results-n<N>.json; the standard run is N = 1,000,000), and at 1,000,000 the scenarios whose
-# standard size is smaller. Fewer repetitions and a shorter minimum time than the standard run.
+# standard size is smaller, and at 10,000,000 the four whose per-entity cost should hold at any
+# size (create, get_random, add_remove, iter_simple). Fewer repetitions and a shorter minimum
+# time than the standard run.
 BENCH_SWEEP ?= 1000 10000 100000
 BENCH_SWEEP_ARGS ?= --benchmark_repetitions=3 --benchmark_min_time=0.2
 BENCH_SWEEP_FILTER := ^(create|create_batch|destroy|add_remove|add_one|remove_add|get_seq|get_random|iter_simple|schedule|game_frame|propagate|clone|snapshot_binary|memory)/
 BENCH_SWEEP_1M_FILTER := ^(add_remove|schedule|propagate)/
+BENCH_SWEEP_10M_FILTER := ^(create|get_random|add_remove|iter_simple)/
 # Debian's Python: the plots need its python3-matplotlib (a python3 earlier on PATH may lack it).
 PYTHON ?= /usr/bin/python3
 BENCH_DEB_PACKAGES := python3-matplotlib
@@ -163,13 +166,13 @@ bench-run: bench-deps
 	setarch -R ./$(BENCH_BIN) --tessera-heap=warm --benchmark_repetitions=5 \
 	    --benchmark_report_aggregates_only=true --benchmark_out=$(BENCH_WARM_JSON) \
 	    --benchmark_out_format=json '--benchmark_filter=^(create|create_batch|destroy|clone|snapshot_binary)/' $(BENCH_ARGS)
-	$(foreach n,$(BENCH_SWEEP) 1000000,setarch -R ./$(BENCH_BIN) --tessera-n=$(n) \
+	$(foreach n,$(BENCH_SWEEP) 1000000 10000000,setarch -R ./$(BENCH_BIN) --tessera-n=$(n) \
 	    $(BENCH_SWEEP_ARGS) --benchmark_report_aggregates_only=true --benchmark_out_format=json \
 	    --benchmark_out=$(BENCH_DIR)/bench/results-n$(n).json \
-	    '--benchmark_filter=$(or $(BENCH_FILTER),$(if $(filter 1000000,$(n)),$(BENCH_SWEEP_1M_FILTER),$(BENCH_SWEEP_FILTER)))' \
+	    '--benchmark_filter=$(or $(BENCH_FILTER),$(if $(filter 1000000,$(n)),$(BENCH_SWEEP_1M_FILTER),$(if $(filter 10000000,$(n)),$(BENCH_SWEEP_10M_FILTER),$(BENCH_SWEEP_FILTER))))' \
 	    $(BENCH_ARGS) &&) true
 	$(PYTHON) tools/bench_report.py $(BENCH_JSON) docs/benchmarks.md --warm $(BENCH_WARM_JSON) \
-	    --sweep $(foreach n,$(BENCH_SWEEP) 1000000,$(BENCH_DIR)/bench/results-n$(n).json)
+	    --sweep $(foreach n,$(BENCH_SWEEP) 1000000 10000000,$(BENCH_DIR)/bench/results-n$(n).json)
 
 format: deps
 	find $(wildcard $(FORMAT_DIRS)) -type f \( -name '*.hpp' -o -name '*.cpp' \) -print0 \

@@ -33,6 +33,12 @@ std::uint64_t hash_ids(std::span<const ComponentId> ids) noexcept {
     return h;
 }
 
+/// The first bucket of hash `h` in a table of `mask + 1` buckets (the high bits folded in: the
+/// low bits of an FNV product vary little).
+std::size_t first_bucket(std::uint64_t h, std::size_t mask) noexcept {
+    return static_cast<std::size_t>(h ^ (h >> 32)) & mask;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------- EdgeMap
@@ -92,6 +98,8 @@ Core::~Core() {
         deallocate(wc.columns, std::size_t{wc.column_capacity} * sizeof(const Column*),
                    alignof(const Column*));
     }
+    for (const TableList& t : table_lists_)
+        deallocate(t.data, std::size_t{t.capacity} * sizeof(std::uint32_t), alignof(std::uint32_t));
     deallocate(record_data_, std::size_t{record_capacity_} * sizeof(EntityRecord),
                column_alignment);
 }
@@ -132,7 +140,10 @@ void Core::release_archetype(Archetype& a) noexcept {
 
 const ComponentInfo& Core::ensure_component(ComponentId id) {
     if (id.value >= components_.size()) {
-        components_.resize(std::max<std::size_t>(id.value + 1, components_.size() * 2));
+        const std::size_t n = std::max<std::size_t>(id.value + 1, components_.size() * 2);
+        table_lists_.reserve(n);  // first: a throw below leaves both as they were
+        components_.resize(n);
+        table_lists_.resize(n);
     }
     WorldComponent& wc = components_[id.value];
     if (wc.info == nullptr) {
@@ -175,11 +186,24 @@ Archetype& Core::create_archetype(std::span<const ComponentId> ids) {
     if (archetypes_.size() == archetypes_.capacity()) {
         archetypes_.reserve(std::max<std::size_t>(16, archetypes_.size() * 2));
     }
-    if (set_index_.size() == set_index_.capacity()) {
-        set_index_.reserve(std::max<std::size_t>(16, set_index_.size() * 2));
+    if ((set_count_ + 1) * 2 > set_index_.size()) {
+        // Rehash into a table twice the size (built aside: nothing changes if it throws).
+        std::pmr::vector<SetKey> grown(std::max<std::size_t>(32, set_index_.size() * 2),
+                                       SetKey{0, no_index}, mr_);
+        const std::size_t mask = grown.size() - 1;
+        for (const SetKey& k : set_index_) {
+            if (k.archetype == no_index) continue;
+            std::size_t b = first_bucket(k.hash, mask);
+            while (grown[b].archetype != no_index) b = (b + 1) & mask;
+            grown[b] = k;
+        }
+        set_index_.swap(grown);
     }
     const auto index = static_cast<std::uint32_t>(archetypes_.size());
-    for (ComponentId id : ids) reserve_columns(components_[id.value], index + 1);
+    for (ComponentId id : ids) {
+        reserve_columns(components_[id.value], index + 1);
+        reserve_tables(table_lists_[id.value], table_lists_[id.value].count + 1);
+    }
     const std::uint32_t slots = ids.empty() ? 0 : ids.back().value + 1;
     void* mem = mr_->allocate(Archetype::allocation_size(slots), alignof(Archetype));
     auto* a = ::new (mem) Archetype(mr_, slots);
@@ -224,10 +248,17 @@ Archetype& Core::create_archetype(std::span<const ComponentId> ids) {
         // An enableable tag's column holds flags only: the typed read path sees no column.
         if (c >= 0 && !info(id).is_tag())
             wc.columns[index] = &a->columns[static_cast<std::uint32_t>(c)];
+        TableList& t = table_lists_[id.value];
+        t.data[t.count++] = index;  // reserved above
     }
     archetypes_.push_back(a);
     if (a->index == empty_archetype || a->index >= first_user_archetype) {
-        set_index_.push_back({hash_ids(ids), a->index});
+        const std::uint64_t h = hash_ids(ids);
+        const std::size_t mask = set_index_.size() - 1;
+        std::size_t b = first_bucket(h, mask);
+        while (set_index_[b].archetype != no_index) b = (b + 1) & mask;
+        set_index_[b] = {h, a->index};
+        ++set_count_;
     }
     return *a;
 }
@@ -244,14 +275,28 @@ void Core::reserve_columns(WorldComponent& wc, std::size_t n) {
     wc.column_capacity = static_cast<std::uint32_t>(cap);
 }
 
+void Core::reserve_tables(TableList& t, std::size_t n) {
+    if (n <= t.capacity) return;
+    const std::size_t cap = std::max<std::size_t>({n, std::size_t{t.capacity} * 2, 8});
+    auto* fresh = reinterpret_cast<std::uint32_t*>(
+        allocate(cap * sizeof(std::uint32_t), alignof(std::uint32_t)));
+    if (t.count != 0) std::copy_n(t.data, t.count, fresh);
+    deallocate(t.data, std::size_t{t.capacity} * sizeof(std::uint32_t), alignof(std::uint32_t));
+    t.data = fresh;
+    t.capacity = static_cast<std::uint32_t>(cap);
+}
+
 Archetype* Core::find_archetype(std::span<const ComponentId> ids) const noexcept {
+    if (set_index_.empty()) return nullptr;
     const std::uint64_t h = hash_ids(ids);
-    for (const SetKey& k : set_index_) {
+    const std::size_t mask = set_index_.size() - 1;
+    for (std::size_t b = first_bucket(h, mask);; b = (b + 1) & mask) {
+        const SetKey& k = set_index_[b];
+        if (k.archetype == no_index) return nullptr;
         if (k.hash != h) continue;
         Archetype* a = archetypes_[k.archetype];
         if (std::equal(a->ids.begin(), a->ids.end(), ids.begin(), ids.end())) return a;
     }
-    return nullptr;
 }
 
 Archetype& Core::archetype_for(std::span<const ComponentId> ids) {

@@ -90,7 +90,9 @@ void Core::swap_state(Core& other) noexcept {
     swap(record_capacity_, other.record_capacity_);
     archetypes_.swap(other.archetypes_);
     components_.swap(other.components_);
+    table_lists_.swap(other.table_lists_);
     set_index_.swap(other.set_index_);
+    swap(set_count_, other.set_count_);
     bundles_.swap(other.bundles_);
     bundle_columns_.swap(other.bundle_columns_);
     permanent_.swap(other.permanent_);

@@ -74,16 +74,46 @@ std::span<const std::uint32_t> QueryState::match_new() {
     const std::span<const ComponentId> named(&prefab, names_prefab ? 1 : 0);
     const std::size_t total = storage_->archetype_end();
     if (seen_ == 0) seen_ = 1;  // skip the sentinel
-    for (; seen_ < total; ++seen_) {
-        if (seen_ == pending_archetype) continue;  // entities spawned while deferred: no rows
-        const Archetype& a = storage_->archetype(static_cast<std::uint32_t>(seen_));
-        if (!archetype_matches(a, spec.all, spec.any, spec.none, named)) continue;
-        // May throw: nothing changed then, seen_ not advanced.
+    const auto visit = [&](std::uint32_t index) {
+        const Archetype& a = storage_->archetype(index);
+        if (!archetype_matches(a, spec.all, spec.any, spec.none, named)) return;
+        // May throw: nothing changed then, seen_ not advanced past `index`.
         columns_.reserve(columns_.size() + term_ids_.size());
         matched_.push_back(a.index);
         for (const ComponentId id : term_ids_) {
             const std::int32_t c = a.column_index(id);
             columns_.push_back(c >= 0 ? &a.columns[static_cast<std::uint32_t>(c)] : &no_column);
+        }
+    };
+    // Every match has each of `spec.all`: the candidates are the tables of the rarest one
+    // (O(those tables), however many archetypes there are). A component this world never saw
+    // is in no table yet. Sparse ones are in no table at all: they don't drive the match.
+    std::span<const std::uint32_t> rarest;
+    bool driven = false;
+    bool none_yet = false;
+    for (const ComponentId id : spec.all) {
+        if (storage_->known_info(id) == nullptr) {
+            none_yet = true;
+            break;
+        }
+        if (storage_->sparse(id) != nullptr) continue;
+        const std::span<const std::uint32_t> tables = storage_->tables_of(id);
+        if (!driven || tables.size() < rarest.size()) rarest = tables;
+        driven = true;
+    }
+    if (none_yet) {
+        seen_ = total;
+    } else if (driven) {
+        for (auto t = std::lower_bound(rarest.begin(), rarest.end(), seen_);
+             t != rarest.end() && *t < total; ++t) {
+            visit(*t);
+            seen_ = std::size_t{*t} + 1;
+        }
+        seen_ = total;
+    } else {
+        for (; seen_ < total; ++seen_) {
+            if (seen_ == pending_archetype) continue;  // entities spawned while deferred
+            visit(static_cast<std::uint32_t>(seen_));
         }
     }
     return matched_;

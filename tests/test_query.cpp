@@ -1348,3 +1348,51 @@ TEST(Query, DefaultConstructedQueryIsEmptyUntilAssigned) {
     EXPECT_FALSE(m.movers);
     EXPECT_EQ(m.movers.count(), 0u);
 }
+
+// A query matches against the tables of its rarest required component: among many archetypes,
+// its first run, its later runs (tables made since) and a run after restore see exactly the
+// tables a scan of every archetype would.
+TEST(Query, MatchingAmongManyArchetypesFindsExactlyTheMatchingTables) {
+    ts::World w;
+    std::vector<ts::ComponentId> bits;
+    for (int b = 0; b < 9; ++b) bits.push_back(w.component("QueryBit" + std::to_string(b)));
+    const auto spawn_in = [&](int combo, bool moving) {
+        const ts::Entity e = moving ? w.spawn(Position{1, 2}, Velocity{1, 0}) : w.spawn(Position{});
+        for (int b = 0; b < 9; ++b) {
+            if ((combo >> b & 1) != 0) w.add(e, bits[static_cast<std::size_t>(b)]);
+        }
+        return e;
+    };
+    Entities want;
+    for (int combo = 0; combo < 400; ++combo) {
+        const ts::Entity e = spawn_in(combo, combo % 37 == 0);
+        if (combo % 37 == 0) want.push_back(e);
+    }
+    EXPECT_GT(w.archetype_count(), 400u);
+    auto q = w.query<ts::Entity, Position&, const Velocity&>();
+    const auto sorted = [](Entities es) {
+        std::sort(es.begin(), es.end());
+        return es;
+    };
+    EXPECT_EQ(sorted(visit(q)), sorted(want));
+    const ts::Snapshot snap = w.snapshot();
+    const Entities before = want;
+    // Tables made after the first run, with and without Velocity.
+    for (int combo = 400; combo < 512; ++combo) {
+        const ts::Entity e = spawn_in(combo, combo % 5 == 0);
+        if (combo % 5 == 0) want.push_back(e);
+    }
+    EXPECT_EQ(sorted(visit(q)), sorted(want));
+    // A component no table had when the query was made: its tables appear as they are made.
+    auto healthy = w.query<ts::Entity, const Health&, const Position&>();
+    EXPECT_TRUE(visit(healthy).empty());
+    Entities healthy_want;
+    for (int combo = 0; combo < 512; combo += 64) {
+        const ts::Entity e = spawn_in(combo, false);
+        w.add(e, Health{combo});
+        healthy_want.push_back(e);
+    }
+    EXPECT_EQ(sorted(visit(healthy)), sorted(healthy_want));
+    w.restore(snap);
+    EXPECT_EQ(sorted(visit(q)), sorted(before));
+}

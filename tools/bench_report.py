@@ -160,6 +160,7 @@ figure when the check fails.
 | `game_frame` | a 7-system game update (movement, damage, render, ...) over N entities of six kinds; `game_frame_256` and `game_frame_1` at 256 and one entity | the same bodies over one table of arrays per kind |
 | `propagate` | `propagate_transforms` over a forest of 100,000 entities (8 roots, 4 children a node) after every local transform changed (`tessera_1pct`: 1% of them) | `world[i] = world[parent[i]] * local[i]` over arrays in topological order |
 | `clone`, `snapshot_binary` | N entities with Pos and Vel, every 100th with a heap-owning string: `clone()` (and `snapshot`, `restore`); `save` then `load` | the same bytes as plain arrays, copied (or written to one buffer and read back) |
+| `archetypes/query_first`, `archetypes/move` | with 10, 1,000 and 10,000 archetypes alive (one entity each, all with Position): make a query over the one table with Velocity and run it once; add a Data to one entity and remove it | none: compare the rows (an operation that touches one table should not grow with the count) |
 | memory | RSS growth (`/proc/self/statm`) per entity after creating N with Position and Velocity | two vectors |
 
 ### Measuring on a shared machine
@@ -220,10 +221,13 @@ BASELINE = "raw"
 
 
 def split_name(name: str) -> tuple[str, str] | None:
-    """`create/tessera/iterations:5/manual_time` -> ("create", "tessera")."""
+    """`create/tessera/iterations:5/manual_time` -> ("create", "tessera"); an archetype-count
+    scenario, `archetypes/move/1000/real_time` -> ("archetypes/move", "1,000 archetypes")."""
     parts = name.split("/")
     if len(parts) < 2:
         return None
+    if parts[0] == "archetypes" and len(parts) >= 3 and parts[2].isdigit():
+        return f"{parts[0]}/{parts[1]}", f"{int(parts[2]):,} archetypes"
     return parts[0], parts[1]
 
 

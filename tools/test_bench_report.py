@@ -63,6 +63,15 @@ class Tables(unittest.TestCase):
         self.assertIn("<= 0.2x tessera | no (0.400x tessera) |", text)
         self.assertIn("| `create` | tessera | 10.0 | 5.00x | <= 20 ns | yes |", text)
 
+    def test_archetype_counts_are_rows_of_one_scenario(self):
+        self.assertEqual(bench_report.split_name("archetypes/move/10000/real_time"),
+                         ("archetypes/move", "10,000 archetypes"))
+        data = run(1_000_000, {"archetypes/query_first/10": (100.0, None),
+                               "archetypes/query_first/10000": (150.0, None)})
+        text = bench_report.render(data, "results.json")
+        self.assertIn("| `archetypes/query_first` | 10 archetypes | 100 |", text)
+        self.assertIn("| `archetypes/query_first` | 10,000 archetypes | 150 |", text)
+
     def test_series_take_the_standard_run_on_a_tie(self):
         series = bench_report.collect_series([SWEEP_1K, SWEEP_10K, STANDARD])
         self.assertEqual(series[("create", "tessera")], {1_000: 4.0, 10_000: 6.0,

@@ -70,6 +70,15 @@ struct WorldComponent {
     std::uint32_t column_capacity = 0;
 };
 
+/// The archetypes holding one component (tags too), in ascending index order: a query matches
+/// against those of its rarest component, not against every archetype. Kept beside
+/// `WorldComponent` (not in it: that one stays 32 bytes, indexed on every typed lookup).
+struct TableList {
+    std::uint32_t* data = nullptr;
+    std::uint32_t count = 0;
+    std::uint32_t capacity = 0;
+};
+
 /// `n` values of a trivially destructible `T` for one call's scratch work: on the stack up to
 /// 16, else from `mr` (may throw bad_alloc). Values start value-initialised.
 template <class T>
@@ -240,6 +249,12 @@ public:
     /// The info of `id` when this world has recorded it, else null.
     [[nodiscard]] const ComponentInfo* known_info(ComponentId id) const noexcept {
         return id.value < components_.size() ? components_[id.value].info : nullptr;
+    }
+    /// The archetypes holding `id`, ascending (empty when none or unknown).
+    [[nodiscard]] std::span<const std::uint32_t> tables_of(ComponentId id) const noexcept {
+        if (id.value >= table_lists_.size()) return {};
+        const TableList& t = table_lists_[id.value];
+        return {t.data, t.count};
     }
     /// What this world knows of `id` (its column per archetype). Precondition: ensured.
     [[nodiscard]] const WorldComponent& world_component(ComponentId id) const noexcept {
@@ -548,6 +563,7 @@ private:
     friend struct StorageAccess;  // serialize.cpp: builds a storage from a saved image
     Archetype& create_archetype(std::span<const ComponentId> sorted_ids);
     void reserve_columns(WorldComponent& wc, std::size_t n);
+    void reserve_tables(TableList& t, std::size_t n);
     void grow(Archetype& a, std::size_t min_capacity);
     /// Fills `log`, the row log of `c` for `cap` rows (`ticks` its changed ticks), from `c`'s
     /// old one (of `size` rows), or starts it (core_row_log.cpp).
@@ -608,7 +624,11 @@ private:
         std::uint64_t hash;
         std::uint32_t archetype;
     };
-    std::pmr::vector<SetKey> set_index_;  ///< archetypes by hash of their id set (sorted)
+    /// Archetypes by the hash of their id set (sorted): an open-addressing table (power-of-two
+    /// size, linear probing, `archetype == no_index` empty), at most half full, so that finding a
+    /// set is O(1) however many archetypes exist.
+    std::pmr::vector<SetKey> set_index_;
+    std::size_t set_count_ = 0;  ///< entries of set_index_
     struct BundleEntry {
         std::uint32_t archetype = no_index;
         std::uint32_t offset = 0;  ///< into bundle_columns_
@@ -630,6 +650,7 @@ private:
     std::uint64_t tick_ = 1;
     std::pmr::vector<RowLogState> row_logs_{mr_};    ///< by component id (`log_rows`)
     std::pmr::vector<ComponentId> set_buffer_{mr_};  ///< `merged_target`'s
+    std::pmr::vector<TableList> table_lists_{mr_};   ///< by component id, as components_
 };
 
 /// A process-wide sequence number for a list of component types (used to cache the archetype
