@@ -328,9 +328,15 @@ def target_cells(scenario: str, variant: str, value: float | None,
     return f"<= {target:g} {unit}", met
 
 
+def count_order(variant: str) -> int:
+    """`1,000 archetypes` -> 1000, so that rows per count run in increasing order; 0 else."""
+    head = variant.split(" ", 1)[0].replace(",", "")
+    return int(head) if head.isdigit() else 0
+
+
 def scenario_rows(scenario: str, variants: dict[str, dict]) -> list[str]:
     raw_value = value_of(scenario, variants.get(BASELINE))
-    order = sorted(variants, key=lambda v: (v != BASELINE, v != "tessera", v))
+    order = sorted(variants, key=lambda v: (v != BASELINE, v != "tessera", count_order(v), v))
     rows = []
     for variant in order:
         entry = variants[variant]

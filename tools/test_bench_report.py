@@ -71,6 +71,7 @@ class Tables(unittest.TestCase):
         text = bench_report.render(data, "results.json")
         self.assertIn("| `archetypes/query_first` | 10 archetypes | 100 |", text)
         self.assertIn("| `archetypes/query_first` | 10,000 archetypes | 150 |", text)
+        self.assertLess(text.index("| 10 archetypes |"), text.index("| 10,000 archetypes |"))
 
     def test_series_take_the_standard_run_on_a_tie(self):
         series = bench_report.collect_series([SWEEP_1K, SWEEP_10K, STANDARD])
