@@ -39,6 +39,15 @@ std::size_t first_bucket(std::uint64_t h, std::size_t mask) noexcept {
     return static_cast<std::size_t>(h ^ (h >> 32)) & mask;
 }
 
+/// Puts `key` in the first free bucket of its probe sequence (the table has one).
+template <class Key>
+void put_key(std::pmr::vector<Key>& table, const Key& key) noexcept {
+    const std::size_t mask = table.size() - 1;
+    std::size_t b = first_bucket(key.hash, mask);
+    while (table[b].archetype != no_index) b = (b + 1) & mask;
+    table[b] = key;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------- EdgeMap
@@ -190,12 +199,8 @@ Archetype& Core::create_archetype(std::span<const ComponentId> ids) {
         // Rehash into a table twice the size (built aside: nothing changes if it throws).
         std::pmr::vector<SetKey> grown(std::max<std::size_t>(32, set_index_.size() * 2),
                                        SetKey{0, no_index}, mr_);
-        const std::size_t mask = grown.size() - 1;
         for (const SetKey& k : set_index_) {
-            if (k.archetype == no_index) continue;
-            std::size_t b = first_bucket(k.hash, mask);
-            while (grown[b].archetype != no_index) b = (b + 1) & mask;
-            grown[b] = k;
+            if (k.archetype != no_index) put_key(grown, k);
         }
         set_index_.swap(grown);
     }
@@ -253,11 +258,7 @@ Archetype& Core::create_archetype(std::span<const ComponentId> ids) {
     }
     archetypes_.push_back(a);
     if (a->index == empty_archetype || a->index >= first_user_archetype) {
-        const std::uint64_t h = hash_ids(ids);
-        const std::size_t mask = set_index_.size() - 1;
-        std::size_t b = first_bucket(h, mask);
-        while (set_index_[b].archetype != no_index) b = (b + 1) & mask;
-        set_index_[b] = {h, a->index};
+        put_key(set_index_, SetKey{hash_ids(ids), a->index});
         ++set_count_;
     }
     return *a;

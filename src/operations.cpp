@@ -201,6 +201,28 @@ void flush(Storage& s) {
     if (cycle) std::rethrow_exception(cycle);
 }
 
+namespace {
+/// The commands of the call at the front of `pending` (not empty). A spawn's place and the adds
+/// right behind it (at most `group` of them: all are queued before the place, so a partial group
+/// can't happen); an add or remove and the followers that belong to it (same kind and entity,
+/// `group` 0), at most `group` in all; any other command alone.
+std::size_t call_extent(std::span<const Command> pending) noexcept {
+    const Command& head = pending[0];
+    std::size_t n = 1;
+    if (head.kind == Command::Kind::place) {
+        while (n - 1 < head.group && n < pending.size() && pending[n].kind == Command::Kind::add &&
+               pending[n].entity == head.entity)
+            ++n;
+    } else if (head.kind == Command::Kind::add || head.kind == Command::Kind::remove) {
+        const std::size_t want = std::max<std::size_t>(head.group, 1);
+        while (n < want && n < pending.size() && pending[n].kind == head.kind &&
+               pending[n].entity == head.entity && pending[n].group == 0)
+            ++n;
+    }
+    return n;
+}
+}  // namespace
+
 void reserve_queued(Storage& s) {
     const std::span<const Command> pending = s.deferred().pending();
     if (pending.empty()) return;
@@ -216,18 +238,7 @@ void reserve_queued(Storage& s) {
     std::size_t widest = 0;
     for (std::size_t i = 0; i < pending.size();) {
         const Command& c = pending[i];
-        // The call's extent, as `apply_front` finds it.
-        std::size_t n = 1;
-        if (c.kind == Command::Kind::place) {
-            while (n - 1 < c.group && i + n < pending.size() &&
-                   pending[i + n].kind == Command::Kind::add && pending[i + n].entity == c.entity)
-                ++n;
-        } else if (c.kind == Command::Kind::add || c.kind == Command::Kind::remove) {
-            const std::size_t want = std::max<std::size_t>(c.group, 1);
-            while (n < want && i + n < pending.size() && pending[i + n].kind == c.kind &&
-                   pending[i + n].entity == c.entity && pending[i + n].group == 0)
-                ++n;
-        }
+        const std::size_t n = call_extent(pending.subspan(i));  // as `apply_front` applies it
         const std::span<const Command> call = pending.subspan(i, n);
         i += n;
         const EntityRecord* r = s.try_record(c.entity);
@@ -327,19 +338,6 @@ struct PopCall {
     Commit commit() noexcept { return {&PopCall::run, this}; }
 };
 
-/// The commands of one call at the front of `q`: the front one and the followers that belong
-/// to it (same kind and entity, `group` 0), at most `want`.
-std::size_t call_size(const CommandQueue& q, std::size_t want) noexcept {
-    const std::span<const Command> pending = q.pending();
-    const Command& head = pending[0];
-    std::size_t n = 1;
-    while (n < want && n < pending.size() && pending[n].kind == head.kind &&
-           pending[n].entity == head.entity && pending[n].group == 0) {
-        ++n;
-    }
-    return n;
-}
-
 }  // namespace
 
 Applied apply_front(Storage& s, CommandQueue& q, Entity target, Entity other) {
@@ -357,15 +355,9 @@ Applied apply_front(Storage& s, CommandQueue& q, Entity target, Entity other) {
                 drop();
                 return {0, 1};
             }
-            // The spawn's components: the adds right behind it (all of them are queued before
-            // the place is, so a partial group can't happen).
+            // The spawn's components: the adds right behind it.
             const std::span<const Command> pending = q.pending();
-            std::size_t n = 0;
-            while (n < cmd.group && 1 + n < pending.size() &&
-                   pending[1 + n].kind == Command::Kind::add &&
-                   pending[1 + n].entity == cmd.entity) {
-                ++n;
-            }
+            const std::size_t n = call_extent(pending) - 1;
             ScratchArray<ComponentId> ids(n, s.resource());
             ScratchArray<std::byte*> values(n, s.resource());
             for (std::size_t k = 0; k < n; ++k) {
@@ -393,7 +385,7 @@ Applied apply_front(Storage& s, CommandQueue& q, Entity target, Entity other) {
                 drop();
                 return {0, 1};
             }
-            const std::size_t n = call_size(q, std::max<std::size_t>(cmd.group, 1));
+            const std::size_t n = call_extent(q.pending());
             const std::span<const Command> call = q.pending().first(n);
             for (const Command& c : call) s.check_plain({&c.id, 1}, "World::remove");
             const Archetype& from = s.archetype(r->archetype);
@@ -417,7 +409,7 @@ Applied apply_front(Storage& s, CommandQueue& q, Entity target, Entity other) {
                 drop();
                 return {0, 1};
             }
-            const std::size_t n = call_size(q, std::max<std::size_t>(cmd.group, 1));
+            const std::size_t n = call_extent(q.pending());
             const std::span<const Command> call = q.pending().first(n);
             ScratchArray<ComponentId> ids(n, s.resource());
             ScratchArray<std::byte*> values(n, s.resource());
