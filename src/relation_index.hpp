@@ -52,7 +52,17 @@ public:
           losses_(mr),
           moves_(mr) {}
 
+    RelationIndex(const RelationIndex&) = delete;
+    RelationIndex& operator=(const RelationIndex&) = delete;
+    ~RelationIndex() { plans.reset(mr_); }
+
     [[nodiscard]] std::pmr::memory_resource* resource() const noexcept { return mr_; }
+
+    /// What the prefab module (src/prefab.cpp) computes from these lists and the prefabs'
+    /// tables, kept here so that it lives exactly as long as the lists: never copied (a
+    /// clone, a snapshot or a restore starts without it), freed with the index. Null until
+    /// first used; `copy` and `hooks` unused.
+    Attachment plans;
 
     [[nodiscard]] Kind* find(ComponentId data) noexcept {
         if (data.value >= by_id_.size() || by_id_[data.value] < 0) return nullptr;
