@@ -9,7 +9,6 @@
 #include <tessera/prefab.hpp>
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <limits>
 #include <memory_resource>
@@ -105,6 +104,10 @@ struct SparseCopy {
 /// `n` copies of the `S` bytes at `src` at `dst`, as fixed-size stores.
 template <std::size_t S>
 void fill_fixed(std::byte* dst, const std::byte* src, std::size_t n) noexcept {
+    if (n == 1) {  // one instance (instantiate): one store
+        std::memcpy(dst, src, S);
+        return;
+    }
     std::byte value[S];
     std::memcpy(value, src, S);
     for (std::size_t i = 0; i < n; ++i) std::memcpy(dst + i * S, value, S);
@@ -113,7 +116,8 @@ void fill_fixed(std::byte* dst, const std::byte* src, std::size_t n) noexcept {
 /// `n` copies of the `size` bytes at `src` at `dst`: the common sizes as fixed-size stores,
 /// others by copies of what is already written, doubling up to a block of about 4 KiB (which
 /// stays in the cache), then block by block.
-void fill_bytes(std::byte* dst, const std::byte* src, std::size_t size, std::size_t n) noexcept {
+[[gnu::always_inline]] inline void fill_bytes(std::byte* dst, const std::byte* src,
+                                              std::size_t size, std::size_t n) noexcept {
     switch (size) {
         case 0: return;
         case 4: return fill_fixed<4>(dst, src, n);
@@ -514,6 +518,7 @@ struct Fill {
     static constexpr std::int32_t child_list = -4;
     std::uint32_t to;
     std::int32_t from;
+    std::uint32_t bytes;  ///< the value's size when copied with memcpy (not 0), else 0
 };
 
 /// What instantiating a prefab without overrides needs, computed once: the tree, each level's
@@ -630,17 +635,25 @@ bool has_sparse(const Storage& s, std::span<const PlanLevel> levels) noexcept {
 /// Whether `plan` still describes the prefab tree (see `Plan`).
 bool valid(const Storage& s, RelationIndex& index, const Plan& plan) noexcept {
     if (plan.epoch != s.layout_epoch()) return false;
-    RelationIndex::Kind* child = index.find(lookup_id<ChildOf>());
+    const RelationIndex::Kind* child = index.find(lookup_id<ChildOf>());
+    const std::span<const EntityList> lists = child != nullptr
+                                                  ? std::span<const EntityList>(child->sources)
+                                                  : std::span<const EntityList>{};
+    const EntityRecord* records = s.records();
     for (const PlanLevel& l : plan.levels) {
-        const EntityRecord* r = s.try_record(l.prefab);
-        if (r == nullptr || r->archetype != l.source) return false;
-        const EntityList* kids =
-            child != nullptr ? index.sources_if(*child, l.prefab.index) : nullptr;
-        const std::span<const Entity> now =
-            kids != nullptr ? kids->span() : std::span<const Entity>{};
-        const std::span<const Entity> then(plan.kids.data() + l.kids_begin,
-                                           l.kids_end - l.kids_begin);
-        if (!std::equal(now.begin(), now.end(), then.begin(), then.end())) return false;
+        // Its table: alive (a live prefab's table is never the dead one) and the same.
+        if (l.prefab.index >= s.record_count()) return false;
+        const EntityRecord& r = records[l.prefab.index];
+        if (r.generation != l.prefab.generation || r.archetype != l.source) return false;
+        // Its child prefabs.
+        const std::size_t kids = l.kids_end - l.kids_begin;
+        const std::span<const Entity> now = l.prefab.index < lists.size()
+                                                ? lists[l.prefab.index].span()
+                                                : std::span<const Entity>{};
+        if (now.size() != kids) return false;
+        const Entity* then = plan.kids.data() + l.kids_begin;
+        for (std::size_t i = 0; i < kids; ++i)
+            if (now[i] != then[i]) return false;
     }
     return s.sparse_sets().empty() || !has_sparse(s, plan.levels);
 }
@@ -698,7 +711,9 @@ bool make_plan(Storage& s, Entity prefab, Plan& plan) {
                                                                  : source.column_index(id);
             TESSERA_ASSERT(from >= 0 || from == Fill::isa_list || from == Fill::child_list,
                            "instantiate: a column of the instance the prefab lacks");
-            plan.fills.push_back(Fill{k, from});
+            const ComponentInfo& info = *l.target->columns[k].info;
+            const bool bytes = from >= 0 && info.trivially_copyable && info.size != 0;
+            plan.fills.push_back(Fill{k, from, bytes ? info.size : 0});
         }
         l.fills_end = static_cast<std::uint32_t>(plan.fills.size());
         for (std::size_t k = i; k-- > 0 && levels[k].target == l.target;) {
@@ -763,15 +778,19 @@ std::span<const Entity> instantiate_planned(Storage& s, const Plan& plan, std::s
     s.reserve_entities(total);
     // The handles the tree will get (its ChildOf lists are filled before it exists), on the
     // stack for a small tree.
-    std::array<Entity, 32> local;
+    constexpr std::size_t small = 32;
+    union Local {  // uninitialised: next_entities writes what is used
+        Local() noexcept {}
+        Entity at[small];
+    } local;
     std::pmr::vector<Entity> heap(mr);
     std::span<Entity> made;
     if (levels.size() > 1 || observed) {
-        if (total > local.size() || observed) {
+        if (total > small || observed) {
             heap.resize(total);
             made = heap;
         } else {
-            made = std::span<Entity>(local.data(), total);
+            made = std::span<Entity>(local.at, total);
         }
         s.next_entities(made);
     }
@@ -813,7 +832,11 @@ std::span<const Entity> instantiate_planned(Storage& s, const Plan& plan, std::s
                         RelationAccess::make<ChildOf>(dst + i * c.size, mr)->push_back(parents[i]);
                 } else {
                     const Column& from = source.columns[static_cast<std::uint32_t>(f.from)];
-                    fill_copies(*c.info, dst, from.data + std::size_t{source_row} * from.size, n);
+                    const std::byte* value = from.data + std::size_t{source_row} * from.size;
+                    if (f.bytes != 0)
+                        fill_bytes(dst, value, f.bytes, n);
+                    else
+                        fill_copies(*c.info, dst, value, n);
                 }
             }
         }
