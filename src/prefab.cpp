@@ -758,6 +758,19 @@ const Plan* plan_of(Storage& s, Entity prefab) {
     return &plan_cache(s.relation_index()).put(plan);
 }
 
+/// The target lists of relation `R` of `n` rows at `dst` (`stride` bytes apart), the `i`th
+/// holding `target(i)` in its inline slot.
+template <class R, class F>
+void make_lists(std::byte* dst, std::size_t stride, std::size_t n, std::pmr::memory_resource* mr,
+                F&& target) noexcept {
+    if (n == 1) {  // one instance (instantiate): no loop to set up
+        RelationAccess::make_one<R>(dst, mr, target(0));
+        return;
+    }
+    for (std::size_t i = 0; i < n; ++i)
+        RelationAccess::make_one<R>(dst + i * stride, mr, target(i));
+}
+
 /// `instantiate_now` along a plan: no override, no sparse component, the queue empty.
 std::span<const Entity> instantiate_planned(Storage& s, const Plan& plan, std::size_t n) {
     std::pmr::memory_resource* mr = s.resource();
@@ -824,12 +837,11 @@ std::span<const Entity> instantiate_planned(Storage& s, const Plan& plan, std::s
                 Column& c = a.columns[f.to];
                 std::byte* dst = c.data + first_row * c.size;
                 if (f.from == Fill::isa_list) {
-                    for (std::size_t i = 0; i < n; ++i)
-                        RelationAccess::make<IsA>(dst + i * c.size, mr)->push_back(l.prefab);
+                    make_lists<IsA>(dst, c.size, n, mr, [&](std::size_t) { return l.prefab; });
                 } else if (f.from == Fill::child_list) {
                     const Entity* parents = made.data() + std::size_t{l.parent} * n;
-                    for (std::size_t i = 0; i < n; ++i)
-                        RelationAccess::make<ChildOf>(dst + i * c.size, mr)->push_back(parents[i]);
+                    make_lists<ChildOf>(dst, c.size, n, mr,
+                                        [&](std::size_t i) { return parents[i]; });
                 } else {
                     const Column& from = source.columns[static_cast<std::uint32_t>(f.from)];
                     const std::byte* value = from.data + std::size_t{source_row} * from.size;

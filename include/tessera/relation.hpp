@@ -102,6 +102,8 @@ private:
     friend struct detail::RelationAccess;
     friend class World;
     explicit Targets(std::pmr::memory_resource* mr) noexcept : detail::EntityList(mr) {}
+    Targets(std::pmr::memory_resource* mr, Entity target) noexcept
+        : detail::EntityList(mr, target) {}
 };
 
 namespace detail {
@@ -119,6 +121,11 @@ struct RelationAccess {
     template <class R>
     static EntityList* make(void* slot, std::pmr::memory_resource* mr) noexcept {
         return static_cast<EntityList*>(::new (slot) Targets<R>(mr));
+    }
+    /// `make`, holding `target` (in the inline slot).
+    template <class R>
+    static void make_one(void* slot, std::pmr::memory_resource* mr, Entity target) noexcept {
+        ::new (slot) Targets<R>(mr, target);
     }
 };
 

@@ -6,6 +6,7 @@
 #include <tessera/entity.hpp>
 
 #include <cstdint>
+#include <cstring>
 #include <memory_resource>
 #include <span>
 #include <utility>
@@ -15,6 +16,8 @@ namespace tessera::detail {
 class EntityList {
 public:
     explicit EntityList(std::pmr::memory_resource* mr) noexcept : mr_(mr) {}
+    /// A list of `one` (in the inline slot).
+    EntityList(std::pmr::memory_resource* mr, Entity one) noexcept : one_(one), size_(1), mr_(mr) {}
     EntityList(EntityList&& other) noexcept
         : size_(std::exchange(other.size_, 0)),
           capacity_(std::exchange(other.capacity_, 1)),
@@ -68,8 +71,7 @@ public:
     /// Appends `es` (room reserved by the caller, or bad_alloc with nothing changed).
     void append(std::span<const Entity> es) {
         reserve(size_ + es.size());
-        Entity* d = data() + size_;
-        for (const Entity e : es) *d++ = e;
+        if (!es.empty()) std::memcpy(data() + size_, es.data(), es.size() * sizeof(Entity));
         size_ += static_cast<std::uint32_t>(es.size());
     }
     /// Removes the first `e`, keeping the order of the rest. False when absent.
