@@ -27,6 +27,10 @@
 ///
 /// **World state.** Prefabs are entities: clones, snapshots (binary and JSON) and `state_hash`
 /// include them and their `IsA` relations.
+///
+/// **Cost.** A call without overrides reuses the plan of the prefab tree (tables, copied
+/// columns, child prefabs) that an earlier call made, checked against the tree each time and
+/// made again when the tree changed (docs/authoring.md).
 #pragma once
 
 #include <tessera/prefab_tags.hpp>
