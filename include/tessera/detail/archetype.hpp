@@ -208,7 +208,12 @@ struct RowLog {
 /// with shifts and adds, as the 80 bytes before `changed_last` did (88 would take a multiply
 /// on the add/remove fast paths).
 struct alignas(16) Column {
-    std::byte* data = nullptr;         ///< `capacity * size` bytes
+    // What a row move reads (`data`, `size`, `relocate`) comes first: one cache line a column.
+    std::byte* data = nullptr;  ///< `capacity * size` bytes
+    ComponentId id;             ///< info->id
+    std::uint32_t size = 0;     ///< info->size
+    /// info->relocate: null when values move with memcpy
+    void (*relocate)(void* dst, void* src, std::size_t n) noexcept = nullptr;
     std::uint64_t* added = nullptr;    ///< per-row added tick; null until tracked
     std::uint64_t* changed = nullptr;  ///< per-row changed tick; null until tracked
     /// Per block of `tick_block` rows, a bound on their changed ticks (each row's is at most
@@ -217,13 +222,9 @@ struct alignas(16) Column {
     /// `changed + capacity`. Null until tracked.
     std::uint64_t* changed_max = nullptr;
     std::uint8_t* enabled = nullptr;  ///< per-row enable flag; null unless enableable
-    /// info->relocate: null when values move with memcpy
-    void (*relocate)(void* dst, void* src, std::size_t n) noexcept = nullptr;
     /// info->destroy: null when trivially destructible
     void (*destroy)(void* p, std::size_t n) noexcept = nullptr;
     const ComponentInfo* info = nullptr;
-    ComponentId id;          ///< info->id
-    std::uint32_t size = 0;  ///< info->size
     /// Every row's changed tick is at least this: a query's `T&` term stamps a whole chunk in
     /// O(1) here instead of writing each row. Rows leaving the table take the larger of the
     /// two; before an older row enters, it is folded into the rows (see `Storage::settle`).
