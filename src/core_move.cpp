@@ -122,8 +122,7 @@ Archetype& Core::merged_target(const Archetype& from, std::span<const ComponentI
 
 Archetype& Core::edge_target(Archetype& from, ComponentId id, bool adding) {
     if (const EdgeMap::Edge* e = from.edges.find(id.value); e != nullptr) {
-        const std::uint32_t to = adding ? e->add : e->remove;
-        if (to != no_index) return *archetypes_[to];
+        if (Archetype* to = adding ? e->add : e->remove) return *to;
     }
     if (adding) ensure_component(id);
     const ComponentId one[] = {id};
@@ -133,7 +132,7 @@ Archetype& Core::edge_target(Archetype& from, ComponentId id, bool adding) {
     // lacks), so an edge found means the component is absent (add) or present (remove).
     if (from.index == pending_archetype || from.index == dead_archetype || &to == &from) return to;
     EdgeMap::Edge& edge = from.edges.get(id.value);
-    (adding ? edge.add : edge.remove) = to.index;
+    (adding ? edge.add : edge.remove) = &to;
     // The pivot is the column `id` has in the larger table of the two.
     const std::int32_t c = (adding ? to : from).column_index(id);
     (adding ? edge.add_pivot : edge.remove_pivot) =
@@ -372,8 +371,8 @@ std::byte* Core::add_bytes(Entity e, ComponentId id) noexcept {
     Archetype& from = *archetypes_[r.archetype];
     // An add edge exists only when `from` lacks `id` (see edge_target).
     const EdgeMap::Edge* edge = from.edges.find(id.value);
-    if (edge == nullptr || edge->add == no_index) return nullptr;
-    Archetype& to = *archetypes_[edge->add];
+    if (edge == nullptr || edge->add == nullptr) return nullptr;
+    Archetype& to = *edge->add;
     if (to.size == to.capacity || from.slow_rows || to.slow_rows) return nullptr;
     const std::uint32_t pivot = edge->add_pivot;
     const std::uint32_t row = move_bytes<true>(e, r.row, from, to, pivot);
@@ -389,8 +388,8 @@ bool Core::remove_bytes(Entity e, ComponentId id) noexcept {
     Archetype& from = *archetypes_[r.archetype];
     // A remove edge exists only when `from` has `id` (see edge_target).
     const EdgeMap::Edge* edge = from.edges.find(id.value);
-    if (edge == nullptr || edge->remove == no_index) return false;
-    Archetype& to = *archetypes_[edge->remove];
+    if (edge == nullptr || edge->remove == nullptr) return false;
+    Archetype& to = *edge->remove;
     if (to.size == to.capacity || from.slow_rows || to.slow_rows) return false;
     move_bytes<false>(e, r.row, from, to, edge->remove_pivot);
     return true;
@@ -406,8 +405,8 @@ TableRow Core::prepare_add_one(Entity e, ComponentId id, bool& existed, std::int
     if (existed) return {&from, r->row};
     const EdgeMap::Edge* edge = from.edges.find(id.value);
     Archetype* target = nullptr;
-    if (edge != nullptr && edge->add != no_index) {
-        target = archetypes_[edge->add];
+    if (edge != nullptr && edge->add != nullptr) {
+        target = edge->add;
     } else {
         // A sparse component never has an edge: it is added to its set, the row stays.
         ensure_component(id);

@@ -302,20 +302,25 @@ struct alignas(16) Column {
     }
 };
 
+struct Archetype;
+
 /// A small open-addressing map from a component id to the archetypes one add / one remove
 /// of that component leads to. Keys are small dense integers, so the hash is the identity.
 class EdgeMap {
 public:
     struct Edge {
         std::uint32_t key = 0xFFFFFFFFu;
-        std::uint32_t add = 0xFFFFFFFFu;     ///< archetype index after adding `key`
-        std::uint32_t remove = 0xFFFFFFFFu;  ///< archetype index after removing `key`
         /// The move plan of each direction: the column `key` has in the larger table (the
         /// target of an add, the source of a remove), or `no_column` for a tag. Columns are in
         /// id order in both tables, so every other column `k` of the smaller table is column
         /// `k + (k >= pivot)` of the larger one.
         std::uint16_t add_pivot = no_column;
         std::uint16_t remove_pivot = no_column;
+        /// The table after adding / removing `key`, or null. Pointers, not indices: a move
+        /// along an edge reaches its target with one load less (archetypes never move or die
+        /// while their world lives, and a world's state moves with its tables).
+        Archetype* add = nullptr;
+        Archetype* remove = nullptr;
         static constexpr std::uint16_t no_column = 0xFFFF;
     };
     explicit EdgeMap(std::pmr::memory_resource* mr) : buckets_(mr) {}
