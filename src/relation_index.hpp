@@ -3,6 +3,7 @@
 // hierarchy log. Internal to the library.
 #pragma once
 
+#include <tessera/detail/attachment.hpp>
 #include <tessera/detail/notify.hpp>
 #include <tessera/detail/operations.hpp>
 #include <tessera/error.hpp>
@@ -10,8 +11,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstring>
 #include <deque>
+#include <memory_resource>
+#include <new>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -28,6 +32,85 @@ inline std::string relation_type_name(const RelationType& type) {
     return std::string(component_info(type.data).name);
 }
 
+/// Room for the reverse lists of a relation index (`EntityList`s of a few entities each, on
+/// the heap from their second entity): blocks of 16, 32, 64 and 128 bytes kept on free lists
+/// and cut from chunks of the world's resource (1 KiB, doubling up to 64 KiB), which the index
+/// keeps until it dies; larger lists are the world's resource's. A list that grows (a parent's
+/// second child) then pops a block, or cuts one, instead of calling the world's allocator.
+/// One thread at a time, as every structural change.
+class ListPool final : public std::pmr::memory_resource {
+public:
+    explicit ListPool(std::pmr::memory_resource* upstream) noexcept : upstream_(upstream) {}
+    ListPool(const ListPool&) = delete;
+    ListPool& operator=(const ListPool&) = delete;
+    ~ListPool() override {
+        while (chunks_ != nullptr) {
+            Chunk* next = chunks_->next;
+            upstream_->deallocate(chunks_, chunks_->size, alignof(std::max_align_t));
+            chunks_ = next;
+        }
+    }
+
+private:
+    struct Free {
+        Free* next;
+    };
+    struct alignas(std::max_align_t) Chunk {
+        Chunk* next;
+        std::size_t size;
+    };
+    static constexpr std::size_t classes = 4;  ///< 16 << class bytes
+    static constexpr std::size_t largest = std::size_t{16} << (classes - 1);
+    static constexpr std::size_t most_chunk = std::size_t{64} << 10;
+    static constexpr bool pooled(std::size_t bytes, std::size_t align) noexcept {
+        return bytes <= largest && align <= alignof(std::max_align_t);
+    }
+    static constexpr std::size_t class_of(std::size_t bytes) noexcept {
+        return bytes <= 16 ? 0 : bytes <= 32 ? 1 : bytes <= 64 ? 2 : 3;
+    }
+
+    void* do_allocate(std::size_t bytes, std::size_t align) override {
+        if (!pooled(bytes, align)) return upstream_->allocate(bytes, align);
+        const std::size_t c = class_of(bytes);
+        if (Free* f = free_[c]) {
+            free_[c] = f->next;
+            return f;
+        }
+        const std::size_t size = std::size_t{16} << c;
+        if (static_cast<std::size_t>(end_ - cur_) < size) refill();
+        void* p = cur_;
+        cur_ += size;
+        return p;
+    }
+    void do_deallocate(void* p, std::size_t bytes, std::size_t align) override {
+        if (!pooled(bytes, align)) {
+            upstream_->deallocate(p, bytes, align);
+            return;
+        }
+        const std::size_t c = class_of(bytes);
+        free_[c] = ::new (p) Free{free_[c]};
+    }
+    [[nodiscard]] bool do_is_equal(const std::pmr::memory_resource& other) const noexcept override {
+        return this == &other;
+    }
+    /// A fresh chunk to cut blocks from (the rest of the current one is left unused).
+    /// @throws std::bad_alloc, changing nothing.
+    void refill() {
+        void* mem = upstream_->allocate(next_chunk_, alignof(std::max_align_t));
+        chunks_ = ::new (mem) Chunk{chunks_, next_chunk_};
+        cur_ = reinterpret_cast<std::byte*>(chunks_ + 1);
+        end_ = static_cast<std::byte*>(mem) + next_chunk_;
+        next_chunk_ = std::min(next_chunk_ * 2, most_chunk);
+    }
+
+    std::pmr::memory_resource* upstream_;
+    Free* free_[classes] = {};
+    std::byte* cur_ = nullptr;
+    std::byte* end_ = nullptr;
+    Chunk* chunks_ = nullptr;
+    std::size_t next_chunk_ = std::size_t{1} << 10;
+};
+
 /// Every relation type a world uses, with the reverse index (target -> sources) of each, and
 /// the scratch lists of despawns, loop checks and the hierarchy log (kept between calls).
 class RelationIndex {
@@ -40,6 +123,7 @@ public:
     explicit RelationIndex(std::pmr::memory_resource* mr)
         : log_(mr),
           mr_(mr),
+          lists_(mr),
           kinds_(mr),
           by_id_(mr),
           marks_(mr),
@@ -52,7 +136,17 @@ public:
           losses_(mr),
           moves_(mr) {}
 
+    RelationIndex(const RelationIndex&) = delete;
+    RelationIndex& operator=(const RelationIndex&) = delete;
+    ~RelationIndex() { plans.reset(mr_); }
+
     [[nodiscard]] std::pmr::memory_resource* resource() const noexcept { return mr_; }
+
+    /// What the prefab module (src/prefab.cpp) computes from these lists and the prefabs'
+    /// tables, kept here so that it lives exactly as long as the lists: never copied (a
+    /// clone, a snapshot or a restore starts without it), freed with the index. Null until
+    /// first used; `copy` and `hooks` unused.
+    Attachment plans;
 
     [[nodiscard]] Kind* find(ComponentId data) noexcept {
         if (data.value >= by_id_.size() || by_id_[data.value] < 0) return nullptr;
@@ -82,7 +176,7 @@ public:
         s.ensure_component(type.data);
         s.ensure_component(type.targets);
         if (type.data.value >= by_id_.size()) by_id_.resize(type.data.value + 1, -1);
-        kinds_.push_back(Kind{type, std::pmr::vector<EntityList>(mr_)});
+        kinds_.push_back(Kind{type, std::pmr::vector<EntityList>(mr_)});  // its lists: lists_
         by_id_[type.data.value] = static_cast<std::int32_t>(kinds_.size() - 1);
         s.mark_relation(type.data, type.targets);
         return kinds_.back();
@@ -90,11 +184,8 @@ public:
 
     /// The sources list of `target` in `k`, made if needed (may throw bad_alloc).
     EntityList& sources_at(Kind& k, std::uint32_t target) {
-        if (target >= k.sources.size()) {
-            if (target >= k.sources.capacity())
-                k.sources.reserve(std::max<std::size_t>(target + 1, k.sources.capacity() * 2));
-            while (k.sources.size() <= target) k.sources.emplace_back(mr_);
-        }
+        if (target >= k.sources.size()) [[unlikely]]
+            grow(k, target);
         return k.sources[target];
     }
     [[nodiscard]] EntityList* sources_if(Kind& k, std::uint32_t target) noexcept {
@@ -223,7 +314,7 @@ public:
         for (const Kind& k : src.kinds_) {
             Kind& copy = kinds_.emplace_back(Kind{k.type, std::pmr::vector<EntityList>(mr_)});
             copy.sources.reserve(k.sources.size());
-            for (const EntityList& list : k.sources) copy.sources.emplace_back(list, mr_);
+            for (const EntityList& list : k.sources) copy.sources.emplace_back(list, &lists_);
         }
         by_id_.assign(src.by_id_.begin(), src.by_id_.end());
     }
@@ -249,6 +340,12 @@ private:
         std::uint32_t to;
     };
 
+    /// Makes the (empty) lists of `k` up to `target`'s. Strong guarantee (bad_alloc).
+    [[gnu::noinline]] void grow(Kind& k, std::uint32_t target) {
+        if (target >= k.sources.capacity())
+            k.sources.reserve(std::max<std::size_t>(target + 1, k.sources.capacity() * 2));
+        while (k.sources.size() <= target) k.sources.emplace_back(&lists_);  // noexcept: room made
+    }
     /// Returns how many of `roots` are alive.
     std::size_t plan(Storage& s, std::span<const Entity> roots);
     void pre(Storage& s, std::size_t step);
@@ -273,6 +370,7 @@ private:
     }
 
     std::pmr::memory_resource* mr_;
+    ListPool lists_;  ///< the reverse lists' heap room (before kinds_: it outlives them)
     std::pmr::deque<Kind> kinds_;  ///< a deque: callbacks may add kinds while one is in use
     std::pmr::vector<std::int32_t> by_id_;  ///< data component id -> kind, -1 when none
     std::pmr::vector<std::uint32_t> marks_;

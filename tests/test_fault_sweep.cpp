@@ -782,6 +782,51 @@ std::vector<Row> rows() {
         row.prepare = prepare_prefab;
         r.push_back(std::move(row));
     }
+    // Without overrides a call plans the tree once and keeps the plan (src/prefab.cpp): the
+    // first call makes it, later ones use it, or make it again when the tree changed.
+    {
+        Row row = make("instantiate(prefab) with child prefabs, first call", [](World& w, Fix& f) {
+            const Entity e = w.instantiate(f.prefab);
+            EXPECT_EQ(w.children(e).size(), 1u);
+        });
+        row.prepare = prepare_prefab;
+        r.push_back(std::move(row));
+    }
+    const auto prepare_planned = [](World& w, Fix& f) {
+        prepare_prefab(w, f);
+        (void)w.instantiate(f.prefab);
+    };
+    {
+        Row row = make("instantiate(prefab) with child prefabs, planned", [](World& w, Fix& f) {
+            const Entity e = w.instantiate(f.prefab);
+            EXPECT_EQ(w.children(e).size(), 1u);
+        });
+        row.prepare = prepare_planned;
+        r.push_back(std::move(row));
+    }
+    {
+        Row row =
+            make("instantiate_many(prefab, 5) with child prefabs, planned", [](World& w, Fix& f) {
+                const auto made = w.instantiate_many(f.prefab, 5);
+                ASSERT_EQ(made.size(), 5u);
+                EXPECT_EQ(w.children(made[4]).size(), 1u);
+            });
+        row.prepare = prepare_planned;
+        r.push_back(std::move(row));
+    }
+    {
+        Row row = make("instantiate_many(prefab, 5), planned before a child prefab was added",
+                       [](World& w, Fix& f) {
+                           const auto made = w.instantiate_many(f.prefab, 5);
+                           ASSERT_EQ(made.size(), 5u);
+                           EXPECT_EQ(w.children(made[4]).size(), 2u);
+                       });
+        row.prepare = [prepare_planned](World& w, Fix& f) {
+            prepare_planned(w, f);
+            w.relate<tessera::ChildOf>(w.prefab(A{503}, Counted{503}), f.prefab);
+        };
+        r.push_back(std::move(row));
+    }
     // Sparse components (detail/sparse_set.hpp): the sets reserve before the row moves. Each
     // row starts with sets that hold values (16 Aura rows, a full set: the next insert grows it).
     const auto prepare_sparse = [](World& w, Fix& f) {

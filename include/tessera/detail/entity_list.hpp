@@ -65,6 +65,13 @@ public:
         reserve(size_ + 1u);
         data()[size_++] = e;
     }
+    /// Appends `es` (room reserved by the caller, or bad_alloc with nothing changed).
+    void append(std::span<const Entity> es) {
+        reserve(size_ + es.size());
+        Entity* d = data() + size_;
+        for (const Entity e : es) *d++ = e;
+        size_ += static_cast<std::uint32_t>(es.size());
+    }
     /// Removes the first `e`, keeping the order of the rest. False when absent.
     bool erase(Entity e) noexcept {
         Entity* d = data();
