@@ -155,8 +155,9 @@ struct up_traits {
     /// The answer for the rows of cascade group `g` (their first parent's), `i` one of them.
     static const T* resolve(const pointer& b, const CascadeGroup& g, std::size_t i) noexcept {
         if constexpr (!std::is_empty_v<T>) {
-            // The parent in the table of the last parent that had T: no record to load.
-            if (g.table == b.table)
+            // The parent in the table of the last parent that had T: no record to load. Kept
+            // on the fall-through path: taken branches bound the row loop, not instructions.
+            if (g.table == b.table) [[likely]]
                 return reinterpret_cast<const T*>(b.column + std::size_t{g.row} * sizeof(T));
         }
         return b.at_outlined(i);
