@@ -195,7 +195,7 @@ struct term_traits<Up<T*>> : up_traits<std::remove_const_t<T>, false> {
 /// answer for the group's parent (`fix`, given the group and one of its rows), the others
 /// their column base.
 template <class Term>
-struct group_term {
+struct GroupTerm {
     using base = typename term_traits<Term>::pointer;
     static base fix(const base& b, const CascadeGroup&, std::size_t) noexcept { return b; }
     static bool present(const base&) noexcept { return true; }
@@ -205,7 +205,7 @@ struct group_term {
 };
 template <class Term>
 requires resolves_v<Term>
-struct group_term<Term> {
+struct GroupTerm<Term> {
     using Tr = term_traits<Term>;
     using base = const typename Tr::component*;
     static base fix(const typename Tr::pointer& b, const CascadeGroup& g, std::size_t i) noexcept {
@@ -244,28 +244,28 @@ private:
         const Entity* const entities = a.entities;
         const std::tuple<typename term_traits<Terms>::pointer...> bases =
             Q::bases_of(a, cols, tick, &q.state_.storage(), seq);
-        std::tuple<typename group_term<Terms>::base...> fixed{
-            group_term<Terms>::fix(std::get<I>(bases), *g, first)...};
+        std::tuple<typename GroupTerm<Terms>::base...> fixed{
+            GroupTerm<Terms>::fix(std::get<I>(bases), *g, first)...};
         // One loop over the rows (a loop per group would be vectorised with a prologue that
         // costs more than a few rows). The last group may end after `last`: never reached.
         std::size_t end = g->end;
         for (std::size_t i = first; i < last; ++i) {
             if (i == end) {
                 ++g;
-                fixed = {group_term<Terms>::fix(std::get<I>(bases), *g, i)...};
+                fixed = {GroupTerm<Terms>::fix(std::get<I>(bases), *g, i)...};
                 end = g->end;
             }
             if constexpr (Q::skips_rows) {
-                if (!(group_term<Terms>::present(std::get<I>(fixed)) && ...)) {
+                if (!(GroupTerm<Terms>::present(std::get<I>(fixed)) && ...)) {
                     i = end - 1;  // the group has no answer: skip it
                     continue;
                 }
                 Q::stamp_row(a, i, tick);
             }
             if constexpr (WithEntity)
-                fn(entities[i], group_term<Terms>::arg(std::get<I>(fixed), i)...);
+                fn(entities[i], GroupTerm<Terms>::arg(std::get<I>(fixed), i)...);
             else
-                fn(group_term<Terms>::arg(std::get<I>(fixed), i)...);
+                fn(GroupTerm<Terms>::arg(std::get<I>(fixed), i)...);
         }
     }
 };
