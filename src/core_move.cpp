@@ -26,8 +26,11 @@ namespace {
         std::memcpy(word, s + at, W);
         std::memcpy(d + at, word, W);
     };
+    // The common sizes first (a float or an int; two of them, or a pointer).
     if (n == 4) [[likely]] {
         copy.operator()<4>(0);
+    } else if (n == 8) {
+        copy.operator()<8>(0);
     } else if (n >= 16) {
         for (std::size_t at = 0; at + 16 < n; at += 16) copy.operator()<16>(at);
         copy.operator()<16>(n - 16);
@@ -119,16 +122,17 @@ Archetype& Core::merged_target(const Archetype& from, std::span<const ComponentI
 
 Archetype& Core::edge_target(Archetype& from, ComponentId id, bool adding) {
     if (const EdgeMap::Edge* e = from.edges.find(id.value); e != nullptr) {
-        const std::uint32_t to = adding ? e->add : e->remove;
-        if (to != no_index) return *archetypes_[to];
+        if (Archetype* to = adding ? e->add : e->remove) return *to;
     }
     if (adding) ensure_component(id);
     const ComponentId one[] = {id};
     Archetype& to = merged_target(from, one, adding);
-    // Only tables with rows get edges: the fast paths (`add_bytes`) move rows along them.
-    if (from.index == pending_archetype || from.index == dead_archetype) return to;
+    // Only tables with rows get edges: the fast paths (`add_bytes`) move rows along them. No
+    // edge leads back to its own table (adding a component the table has, removing one it
+    // lacks), so an edge found means the component is absent (add) or present (remove).
+    if (from.index == pending_archetype || from.index == dead_archetype || &to == &from) return to;
     EdgeMap::Edge& edge = from.edges.get(id.value);
-    (adding ? edge.add : edge.remove) = to.index;
+    (adding ? edge.add : edge.remove) = &to;
     // The pivot is the column `id` has in the larger table of the two.
     const std::int32_t c = (adding ? to : from).column_index(id);
     (adding ? edge.add_pivot : edge.remove_pivot) =
@@ -296,9 +300,20 @@ namespace {
                                                 std::size_t dst, std::size_t last) noexcept {
     for (; c != end; ++c, ++into) {
         const std::size_t size = c->size;
-        std::byte* hole = c->data + src * size;
-        copy_bytes(into->data + dst * size, hole, size);
-        copy_bytes(hole, c->data + last * size, size);
+        std::byte* const out = into->data + dst * size;
+        std::byte* const hole = c->data + src * size;
+        const std::byte* const tail = c->data + last * size;
+        // One test of the size for both copies in the common cases.
+        if (size == 4) [[likely]] {
+            copy_bytes(out, hole, 4);
+            copy_bytes(hole, tail, 4);
+        } else if (size == 8) {
+            copy_bytes(out, hole, 8);
+            copy_bytes(hole, tail, 8);
+        } else {
+            copy_bytes(out, hole, size);
+            copy_bytes(hole, tail, size);
+        }
     }
 }
 }  // namespace
@@ -354,10 +369,10 @@ std::byte* Core::add_bytes(Entity e, ComponentId id) noexcept {
     const EntityRecord& r = record_data_[e.index];
     if (r.generation != e.generation) return nullptr;
     Archetype& from = *archetypes_[r.archetype];
-    if (from.contains(id)) return nullptr;
+    // An add edge exists only when `from` lacks `id` (see edge_target).
     const EdgeMap::Edge* edge = from.edges.find(id.value);
-    if (edge == nullptr || edge->add == no_index) return nullptr;
-    Archetype& to = *archetypes_[edge->add];
+    if (edge == nullptr || edge->add == nullptr) return nullptr;
+    Archetype& to = *edge->add;
     if (to.size == to.capacity || from.slow_rows || to.slow_rows) return nullptr;
     const std::uint32_t pivot = edge->add_pivot;
     const std::uint32_t row = move_bytes<true>(e, r.row, from, to, pivot);
@@ -371,10 +386,10 @@ bool Core::remove_bytes(Entity e, ComponentId id) noexcept {
     const EntityRecord& r = record_data_[e.index];
     if (r.generation != e.generation) return false;
     Archetype& from = *archetypes_[r.archetype];
-    if (!from.contains(id)) return false;
+    // A remove edge exists only when `from` has `id` (see edge_target).
     const EdgeMap::Edge* edge = from.edges.find(id.value);
-    if (edge == nullptr || edge->remove == no_index) return false;
-    Archetype& to = *archetypes_[edge->remove];
+    if (edge == nullptr || edge->remove == nullptr) return false;
+    Archetype& to = *edge->remove;
     if (to.size == to.capacity || from.slow_rows || to.slow_rows) return false;
     move_bytes<false>(e, r.row, from, to, edge->remove_pivot);
     return true;
@@ -390,8 +405,8 @@ TableRow Core::prepare_add_one(Entity e, ComponentId id, bool& existed, std::int
     if (existed) return {&from, r->row};
     const EdgeMap::Edge* edge = from.edges.find(id.value);
     Archetype* target = nullptr;
-    if (edge != nullptr && edge->add != no_index) {
-        target = archetypes_[edge->add];
+    if (edge != nullptr && edge->add != nullptr) {
+        target = edge->add;
     } else {
         // A sparse component never has an edge: it is added to its set, the row stays.
         ensure_component(id);

@@ -147,6 +147,7 @@ void CascadeOrder::rebuild(const Storage& s, std::span<const std::uint32_t> matc
         rows += runs_[r].last - runs_[r].first;
     }
     run_rows_[runs_.size()] = rows;
+    if (grouped_) group(s, matched);
     tables_.resize(matched.size());
     for (std::size_t k = 0; k < matched.size(); ++k) {
         const Archetype& a = s.archetype(matched[k]);
@@ -154,6 +155,62 @@ void CascadeOrder::rebuild(const Storage& s, std::span<const std::uint32_t> matc
     }
     ++builds_;
     built_ = true;
+}
+
+void CascadeOrder::group(const Storage& s, std::span<const std::uint32_t> matched) {
+    const ComponentId targets = component_id<Targets<ChildOf>>();
+    // Which archetypes are matched (their rows stay put while the order is current).
+    in_matched_.assign(s.archetype_end(), 0);
+    for (const std::uint32_t index : matched) in_matched_[index] = 1;
+    groups_.clear();
+    for (CascadeRun& run : runs_) {
+        run.group = static_cast<std::uint32_t>(groups_.size());
+        const Archetype& a = s.archetype(matched[run.table]);
+        const std::int32_t c = a.column_index(targets);
+        if (c < 0) {  // no row of the table has a parent
+            groups_.push_back({run.last, dead_archetype, 0});
+            continue;
+        }
+        const Column& col = a.columns[static_cast<std::uint32_t>(c)];
+        Entity last{};
+        for (std::uint32_t row = run.first; row < run.last; ++row) {
+            // What an Up term reads for the row (UpBase::at): the list's front. Targets<ChildOf>
+            // adds no member to EntityList: the two are pointer-interconvertible.
+            const Entity p =
+                reinterpret_cast<const EntityList*>(col.data + std::size_t{row} * col.size)
+                    ->front();
+            if (row != run.first && p == last) {
+                ++groups_.back().end;
+                continue;
+            }
+            last = p;
+            CascadeGroup g{row + 1, dead_archetype, 0};
+            if (const EntityRecord* r = s.try_record(p);
+                r != nullptr && in_matched_[r->archetype]) {
+                g.table = r->archetype;
+                g.row = r->row;
+            }
+            groups_.push_back(g);
+        }
+    }
+}
+
+std::size_t CascadeOrder::run_of(std::size_t r0, std::size_t r1, std::size_t row) const noexcept {
+    // The last run starting at or before `row`.
+    const auto* first = run_rows_.data() + r0;
+    return static_cast<std::size_t>(std::upper_bound(first, run_rows_.data() + r1, row) -
+                                    run_rows_.data()) -
+           1;
+}
+
+std::size_t CascadeOrder::group_of(std::size_t r, std::uint32_t row) const noexcept {
+    const auto* first = groups_.data() + runs_[r].group;
+    const auto* last =
+        groups_.data() + (r + 1 < runs_.size() ? runs_[r + 1].group : groups_.size());
+    // The first group ending after `row`.
+    const auto* g = std::upper_bound(
+        first, last, row, [](std::uint32_t x, const CascadeGroup& y) { return x < y.end; });
+    return static_cast<std::size_t>(g - groups_.data());
 }
 
 }  // namespace tessera::detail

@@ -38,6 +38,18 @@ struct Total {
     int value = 0;
 };
 struct Marked {};
+struct Toggle {
+    int value = 0;
+};
+
+}  // namespace
+
+template <>
+struct tessera::component_traits<Toggle> {
+    static constexpr bool enableable = true;
+};
+
+namespace {
 
 using Entities = std::vector<ts::Entity>;
 
@@ -418,6 +430,235 @@ TEST(Cascade, AChainTenThousandDeepHasNoDepthLimit) {
             if (e == chain.back()) armor = a.value;  // 9,999 steps up
         });
     EXPECT_EQ(armor, 5);
+}
+
+// ---- cascade with Up terms: rows grouped by first parent ---------------------------------------
+
+/// The sum of the Locals on `e`'s path to its root (first parents), by hand.
+int path_sum(const ts::World& w, ts::Entity e) {
+    int sum = 0;
+    for (ts::Entity p = e; p; p = w.parent(p)) sum += w.get<Local>(p).value;
+    return sum;
+}
+
+/// Total = Local + the parent's Total of this run (null: none).
+void add_parent(Total& t, const Local& l, const Total* up) {
+    t.value = l.value + (up == nullptr ? 0 : up->value);
+}
+
+/// Checks every entity of `es` holds `path_sum` in its Total.
+void expect_path_sums(const ts::World& w, const Entities& es) {
+    for (const ts::Entity e : es) EXPECT_EQ(w.get<Total>(e).value, path_sum(w, e)) << e;
+}
+
+TEST(Cascade, UpRowsWhoseParentsAlternateReadTheirOwnParent) {
+    ts::World w;
+    // Two parents in different tables (one is Marked), children related alternately: no two
+    // consecutive rows share a parent, and the parent's table changes from row to row.
+    const ts::Entity a = w.spawn(Local{1}, Total{});
+    const ts::Entity b = w.spawn(Local{100}, Total{}, Marked{});
+    Entities all{a, b};
+    Entities kids;
+    for (int i = 0; i < 9; ++i) {
+        const ts::Entity k = w.spawn(Local{10 + i}, Total{});
+        w.relate<ts::ChildOf>(k, i % 2 == 0 ? a : b);
+        kids.push_back(k);
+        all.push_back(k);
+    }
+    // Grandchildren: three under one kid together, then one under each of the others.
+    for (int i = 0; i < 3; ++i) {
+        const ts::Entity g = w.spawn(Local{1000}, Total{});
+        w.relate<ts::ChildOf>(g, kids[4]);
+        all.push_back(g);
+    }
+    for (const ts::Entity k : kids) {
+        const ts::Entity g = w.spawn(Local{2000}, Total{});
+        w.relate<ts::ChildOf>(g, k);
+        all.push_back(g);
+    }
+    auto q = w.query<Total&, const Local&, ts::Up<const Total*>>().cascade();
+    q.each(add_parent);
+    expect_path_sums(w, all);
+    // Each row is passed its own first parent's Total, with the entity form too.
+    std::size_t rows = 0;
+    q.each([&](ts::Entity e, Total&, const Local&, const Total* up) {
+        ++rows;
+        const ts::Entity p = w.parent(e);
+        EXPECT_EQ(up, p ? w.try_get<Total>(p) : nullptr) << e;
+    });
+    EXPECT_EQ(rows, all.size());
+}
+
+TEST(Cascade, UpReadsAncestorsOutsideTheMatchedTablesAndWalksUp) {
+    ts::World w;
+    // armored (Armor, no Local: outside the query's tables) -> bare (no Armor) -> kids; a
+    // matched parent with Armor -> kids; a matched parent without Armor above -> kids; a tag
+    // on an unmatched ancestor.
+    const ts::Entity armored = w.spawn(Armor{5});
+    w.add<Marked>(armored);
+    const ts::Entity bare = w.spawn(Local{1}, Total{});
+    w.relate<ts::ChildOf>(bare, armored);
+    const ts::Entity matched = w.spawn(Local{1}, Total{}, Armor{7});
+    const ts::Entity plain = w.spawn(Local{1}, Total{});
+    Entities all{bare, matched, plain};
+    for (int i = 0; i < 12; ++i) {
+        const ts::Entity k = w.spawn(Local{1}, Total{});
+        w.relate<ts::ChildOf>(k, i % 3 == 0 ? bare : i % 3 == 1 ? matched : plain);
+        all.push_back(k);
+    }
+    std::size_t rows = 0;
+    w.query<Total&, const Local&, ts::Up<const Armor*>>().cascade().each(
+        [&](ts::Entity e, Total&, const Local&, const Armor* a) {
+            ++rows;
+            const ts::Entity src = nearest_with<Armor>(w, e);
+            EXPECT_EQ(a, src ? w.try_get<Armor>(src) : nullptr) << e;
+        });
+    EXPECT_EQ(rows, all.size());
+    std::set<ts::Entity> marked;
+    w.query<const Local&, ts::Up<const Marked*>>().cascade().each(
+        [&](ts::Entity e, const Local&, const Marked* m) {
+            if (m != nullptr) marked.insert(e);
+        });
+    std::set<ts::Entity> want;
+    for (const ts::Entity e : all)
+        if (nearest_with<Marked>(w, e)) want.insert(e);
+    EXPECT_EQ(marked, want);
+}
+
+TEST(Cascade, UpReferenceSkipsParentsWithoutAnAncestorAndStampsVisitedRowsOnly) {
+    ts::World w;
+    const ts::Entity armored = w.spawn(Local{1}, Total{}, Armor{3});
+    const ts::Entity bare = w.spawn(Local{1}, Total{});
+    Entities kids;
+    for (int i = 0; i < 10; ++i) {
+        const ts::Entity k = w.spawn(Local{1}, Total{});
+        // Rows under either parent in runs of one to three.
+        w.relate<ts::ChildOf>(k, (i == 0 || i == 3 || i == 4 || i == 8) ? armored : bare);
+        kids.push_back(k);
+    }
+    auto changed = w.query<ts::Entity>().changed<Total>();
+    changed.each([](ts::Entity) {});  // the first run sees every row
+    Entities visited;
+    w.query<Total&, const Local&, ts::Up<const Armor&>>().cascade().each(
+        [&](ts::Entity e, Total& t, const Local&, const Armor& a) {
+            t.value = a.value;
+            visited.push_back(e);
+        });
+    const Entities want{kids[0], kids[3], kids[4], kids[8]};
+    EXPECT_EQ(visited, want);  // one table, one depth: rows in table order
+    Entities stamped;
+    changed.each([&](ts::Entity e) { stamped.push_back(e); });
+    EXPECT_EQ(std::set<ts::Entity>(stamped.begin(), stamped.end()),
+              std::set<ts::Entity>(want.begin(), want.end()));
+}
+
+TEST(Cascade, UpGroupsFollowChangesBetweenRuns) {
+    ts::World w;
+    const ts::Entity a = w.spawn(Local{1}, Total{});
+    const ts::Entity b = w.spawn(Local{100}, Total{});
+    Entities all{a, b};
+    Entities kids;
+    for (int i = 0; i < 6; ++i) {
+        const ts::Entity k = w.spawn(Local{10}, Total{});
+        w.relate<ts::ChildOf>(k, i < 3 ? a : b);  // two groups of three
+        kids.push_back(k);
+        all.push_back(k);
+    }
+    auto q = w.query<Total&, const Local&, ts::Up<const Total*>>().cascade();
+    q.each(add_parent);
+    expect_path_sums(w, all);
+    ASSERT_EQ(q.cascade_builds(), 1u);
+
+    // A write to a parent: no rebuild, its children read the new value.
+    w.get_mut<Local>(a).value = 2;
+    q.each(add_parent);
+    EXPECT_EQ(q.cascade_builds(), 1u);
+    expect_path_sums(w, all);
+
+    // The middle child of a's group changes its first parent and keeps its row and table.
+    w.relate<ts::ChildOf>(kids[1], b);
+    w.unrelate<ts::ChildOf>(kids[1], a);
+    ASSERT_EQ(w.parent(kids[1]), b);
+    q.each(add_parent);
+    EXPECT_EQ(q.cascade_builds(), 2u);
+    expect_path_sums(w, all);
+
+    // A parent moves to another table (its row changes): rebuilt, read at its new row.
+    w.add<Marked>(b);
+    q.each(add_parent);
+    EXPECT_EQ(q.cascade_builds(), 3u);
+    expect_path_sums(w, all);
+
+    // A parent leaves the query's tables: read through its record.
+    w.remove<Local>(a);
+    w.get_mut<Total>(a).value = 50;
+    q.each(add_parent);
+    for (std::size_t i = 0; i < kids.size(); ++i) {
+        const int up = w.parent(kids[i]) == a ? 50 : path_sum(w, b);
+        EXPECT_EQ(w.get<Total>(kids[i]).value, 10 + up) << i;
+    }
+
+    // A parent despawned: its children go with it; the rest still add up.
+    w.despawn(b);
+    q.each(add_parent);
+    for (const ts::Entity k : kids) {
+        if (w.is_alive(k)) {
+            EXPECT_EQ(w.get<Total>(k).value, 60) << k;
+        }
+    }
+}
+
+TEST(Cascade, ParEachOfAnUpCascadeSplitsGroupsAcrossWorkers) {
+    ts::World w;
+    // Big groups (3,000 children of one root) and small ones (two grandchildren each), so the
+    // workers' ranges begin inside groups.
+    const ts::Entity root = w.spawn(Local{1}, Total{});
+    Entities all{root};
+    Entities kids;
+    for (int i = 0; i < 3000; ++i) {
+        const ts::Entity k = w.spawn(Local{i % 5}, Total{});
+        w.relate<ts::ChildOf>(k, root);
+        kids.push_back(k);
+        all.push_back(k);
+    }
+    for (const ts::Entity k : kids) {
+        for (int j = 0; j < 2; ++j) {
+            const ts::Entity g = w.spawn(Local{j + 1}, Total{});
+            w.relate<ts::ChildOf>(g, k);
+            all.push_back(g);
+        }
+    }
+    auto q = w.query<Total&, const Local&, ts::Up<const Total*>>().cascade();
+    q.par_each(add_parent);
+    expect_path_sums(w, all);
+    w.get_mut<Local>(root).value = 7;
+    q.par_each(add_parent);
+    expect_path_sums(w, all);
+}
+
+TEST(Cascade, UpRowsOfTablesWithEnableFlagsSkipDisabledRows) {
+    ts::World w;
+    // Children in a table with Toggle (flags: the row path) and in one without (groups).
+    const ts::Entity root = w.spawn(Local{1}, Total{});
+    Entities toggled;
+    Entities plain;
+    for (int i = 0; i < 6; ++i) {
+        const ts::Entity t = w.spawn(Local{10}, Total{}, Toggle{});
+        w.relate<ts::ChildOf>(t, root);
+        toggled.push_back(t);
+        const ts::Entity p = w.spawn(Local{20}, Total{});
+        w.relate<ts::ChildOf>(p, root);
+        plain.push_back(p);
+    }
+    w.enable<Toggle>(toggled[2], false);
+    auto q = w.query<Total&, const Local&, ts::Up<const Total*>, const Toggle*>().cascade();
+    q.each([](Total& t, const Local& l, const Total* up, const Toggle*) {
+        t.value = l.value + (up == nullptr ? 0 : up->value);
+    });
+    for (std::size_t i = 0; i < 6; ++i) {
+        EXPECT_EQ(w.get<Total>(plain[i]).value, 21) << i;
+        EXPECT_EQ(w.get<Total>(toggled[i]).value, i == 2 ? 0 : 11) << i;
+    }
 }
 
 // ---- model-based randomized test ------------------------------------------------------------

@@ -319,6 +319,40 @@ struct RegisterOtherPluginLayout {
 [[gnu::init_priority(101)]] const RegisterOtherPluginLayout register_other_plugin_layout;
 }  // namespace
 
+// Typed reads made before a type's id is cached: a static initialiser that runs before every
+// default-priority one (the cached ids among them) spawns with `EarlyValue` and reads it back.
+// The reads' fast path looks the value up by the cached id, which is not set yet, and must then
+// retry with the registry's id instead of reporting the value missing.
+namespace {
+struct EarlyValue {
+    int v;
+};
+struct EarlyReads {
+    int got = 0;
+    int try_got = 0;
+    bool has = false;
+    bool absent_is_null = false;
+    EarlyReads() {
+        tessera::World w;
+        const tessera::Entity e = w.spawn(EarlyValue{7});
+        const tessera::Entity other = w.spawn();
+        got = w.get<EarlyValue>(e).v;
+        const EarlyValue* p = w.try_get<EarlyValue>(e);
+        try_got = p == nullptr ? -1 : p->v;
+        has = w.has<EarlyValue>(e);
+        absent_is_null = w.try_get<EarlyValue>(other) == nullptr;
+    }
+};
+[[gnu::init_priority(101)]] const EarlyReads early_reads;
+}  // namespace
+
+TEST(WorldTypedReads, ReadsBeforeTheCachedIdIsSetFindTheValue) {
+    EXPECT_EQ(early_reads.got, 7);
+    EXPECT_EQ(early_reads.try_got, 7);
+    EXPECT_TRUE(early_reads.has);
+    EXPECT_TRUE(early_reads.absent_is_null);
+}
+
 TEST(WorldTypeConflict, SameNameWithAnotherLayoutThrowsTypeConflict) {
     using errtest::Plugin;
     tessera::World world;

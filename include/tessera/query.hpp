@@ -11,6 +11,7 @@
 
 #include <tessera/chunk.hpp>
 #include <tessera/detail/cascade.hpp>
+#include <tessera/detail/cascade_loop.hpp>
 #include <tessera/detail/operations.hpp>
 #include <tessera/detail/parallel.hpp>
 #include <tessera/detail/sparse_query.hpp>
@@ -355,11 +356,13 @@ public:
     /// hierarchy are unchanged reuses it (O(matched tables) to check, no allocation); a
     /// structural change in a matched table or a first-parent change makes the next run
     /// rebuild it, O(rows + levels), where only entities whose ancestry changed walk their
-    /// parents again (docs/queries.md, "Traversal: Up and cascade"). Any depth works (no
-    /// recursion). @throws Error(invalid_argument) on an empty query.
+    /// parents again (docs/queries.md, "Traversal: Up and cascade"). With an Up term
+    /// (traverse.hpp) the build also groups each run's rows by first parent, so that the term
+    /// is resolved once a group. Any depth works (no recursion). @throws
+    /// Error(invalid_argument) on an empty query.
     Query& cascade() & {
         check_attached("Query::cascade");
-        cascade_.enable(state_.storage().resource());
+        cascade_.enable(state_.storage().resource(), resolving);
         return *this;
     }
     /// `cascade` on a temporary query.
@@ -409,11 +412,9 @@ public:
             if (!cascade_.enabled())
                 run_range<with_entity>(fn, a, state_.columns(k), 0, a.size, filtered, gate, tick);
         }
-        for (const detail::CascadeRun& r : runs) {  // a cascade query: the runs in depth order
-            detail::Archetype& a = s.archetype(matched[r.table]);
-            run_range<with_entity>(fn, a, state_.columns(r.table), r.first, r.last, filtered,
-                                   gated(a), tick);
-        }
+        // A cascade query: the runs in depth order.
+        detail::CascadeLoop<Query>::template each<with_entity>(*this, fn, runs, matched, filtered,
+                                                               tick);
         state_.end_run();
         defer.close();
     }
@@ -476,7 +477,8 @@ public:
             }
         }
         if (cascade_.enabled()) {
-            run_levels<with_entity>(fn, runs, matched, filtered, tick);
+            detail::CascadeLoop<Query>::template levels<with_entity>(*this, fn, runs, matched,
+                                                                     filtered, tick);
             total = 0;  // done, level by level
         }
         detail::parallel_rows(
@@ -684,6 +686,10 @@ public:
 
 private:
     friend class World;  // despawn_all asks which tables are gated
+    template <class>
+    friend struct detail::CascadeLoop;
+    template <class>
+    friend struct detail::CascadeUp;
 
     void check_attached(const char* op) const {
         if (!state_.attached()) detail::throw_empty_query(op);
@@ -758,48 +764,14 @@ private:
         }
     }
 
-    // par_each of a cascade query: one parallel loop per depth level, each level's rows split
-    // across the workers as a plain par_each splits a query's.
-    template <bool WithEntity, class F>
-    void run_levels(F& fn, std::span<const detail::CascadeRun> runs,
-                    std::span<const std::uint32_t> matched, bool filtered, std::uint64_t tick) {
-        detail::Storage& s = state_.storage();
-        const std::span<const std::size_t> before = cascade_.run_rows();
-        for (std::size_t l = 0; l < cascade_.levels(); ++l) {
-            const std::size_t r0 = cascade_.level_begin(l);
-            const std::size_t r1 = cascade_.level_begin(l + 1);
-            const std::size_t base = before[r0];
-            const auto body = [&](std::size_t begin, std::size_t end) {
-                begin += base;
-                end += base;
-                // The run holding row `begin`: the last one starting at or before it.
-                std::size_t lo = r0, hi = r1;
-                while (lo < hi) {
-                    const std::size_t mid = (lo + hi) / 2;
-                    if (before[mid] <= begin)
-                        lo = mid + 1;
-                    else
-                        hi = mid;
-                }
-                for (std::size_t r = lo - 1; begin < end; ++r) {
-                    const detail::CascadeRun& run = runs[r];
-                    detail::Archetype& a = s.archetype(matched[run.table]);
-                    const auto first = static_cast<std::uint32_t>(run.first + (begin - before[r]));
-                    const auto last = static_cast<std::uint32_t>(
-                        std::min<std::size_t>(run.first + (end - before[r]), run.last));
-                    run_range<WithEntity>(fn, a, state_.columns(run.table), first, last, filtered,
-                                          gated(a), tick);
-                    begin = before[r] + (last - run.first);
-                }
-            };
-            detail::parallel_rows(before[r1] - base, body, s.serial());
-        }
-    }
-
     // Whether rows of `a` need the per-row path: some term's component or `with` gate has
     // enable flags in `a`, or a term skips rows (a required `Up`).
     bool gated(const detail::Archetype& a) const noexcept {
         if constexpr (skips_rows) return true;
+        return flag_gated(a);
+    }
+    // Whether some term's component or `with` gate has enable flags in `a`.
+    bool flag_gated(const detail::Archetype& a) const noexcept {
         if (!a.enableable) return false;
         const std::uint8_t* const flags[] = {detail::term_flags<Terms>(a)..., nullptr};
         for (const std::uint8_t* f : flags)
@@ -901,6 +873,8 @@ private:
     }
 
     static constexpr bool skips_rows = (detail::skips_v<Terms> || ...);
+    // Whether a term resolves its rows itself (an Up term): a cascade groups its rows.
+    static constexpr bool resolving = (detail::resolves_v<Terms> || ...);
 
     detail::QueryState state_;
     detail::CascadeOrder cascade_;  ///< the depth order of a cascade query

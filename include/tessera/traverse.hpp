@@ -10,6 +10,7 @@
 /// ```
 #pragma once
 
+#include <tessera/detail/cascade.hpp>
 #include <tessera/detail/entity_list.hpp>
 #include <tessera/detail/storage.hpp>
 #include <tessera/detail/terms.hpp>
@@ -19,7 +20,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 
 namespace tessera {
 
@@ -33,7 +36,10 @@ namespace tessera {
 /// Read-only (a system declaring one reads `T`). In `each_chunk` the term's span is an
 /// `UpColumn<T>`: a pointer per row, null where no ancestor has `T` (for both forms).
 /// Each row costs one load of its first parent; consecutive rows with the same parent share
-/// one lookup, and a parent without `T` costs a walk up (a loop, any depth). The pointer
+/// one lookup, and a parent without `T` costs a walk up (a loop, any depth). In a cascade
+/// query the rows are grouped by first parent when the order is built, and a group's answer
+/// is worked out once (`detail::CascadeUp`), where no enable flag or change filter applies
+/// to its table. The pointer
 /// stays valid until the next structural change, as a reference from any term: in a cascade
 /// query (`Query::cascade`) it reads what the ancestor's row wrote earlier in the same run.
 template <class Term>
@@ -92,7 +98,14 @@ struct UpBase {
     /// The ancestor's `T` for row `i`, or null.
     const T* at(std::size_t i) const noexcept {
         if (targets == nullptr) return nullptr;
-        const Entity p = targets[i].front();
+        return of(targets[i].front());
+    }
+    /// `at`, out of line: the slow path of a cascade group (`up_traits::resolve`), kept out of
+    /// its row loop.
+    [[gnu::noinline]] const T* at_outlined(std::size_t i) const noexcept { return at(i); }
+    /// The `T` of `p` or its nearest ancestor with one, or null; `p`: a row's first parent,
+    /// alive (`targets` is not null).
+    const T* of(Entity p) const noexcept {
         if (p == parent) return found;
         parent = p;
         if constexpr (std::is_empty_v<T>) {
@@ -139,6 +152,16 @@ struct up_traits {
                 component_id<Targets<ChildOf>>()};
     }
     static bool present(const pointer& b, std::size_t i) noexcept { return b.at(i) != nullptr; }
+    /// The answer for the rows of cascade group `g` (their first parent's), `i` one of them.
+    static const T* resolve(const pointer& b, const CascadeGroup& g, std::size_t i) noexcept {
+        if constexpr (!std::is_empty_v<T>) {
+            // The parent in the table of the last parent that had T: no record to load. Kept
+            // on the fall-through path: taken branches bound the row loop, not instructions.
+            if (g.table == b.table) [[likely]]
+                return reinterpret_cast<const T*>(b.column + std::size_t{g.row} * sizeof(T));
+        }
+        return b.at_outlined(i);
+    }
     static param arg(const pointer& b, std::size_t i) noexcept {
         if constexpr (Required)
             return *b.at(i);  // present(b, i) was true
@@ -166,6 +189,85 @@ struct term_traits<Up<T*>> : up_traits<std::remove_const_t<T>, false> {
                   "query can't write an ancestor's component");
     static_assert(up_readable_v<T> || !std::is_const_v<T>,
                   "tessera: Up<const T*> needs a component type T (not Mut<T> or Entity)");
+};
+
+/// What a term passes for every row of a cascade group (`CascadeGroup`): a resolving term its
+/// answer for the group's parent (`fix`, given the group and one of its rows), the others
+/// their column base.
+template <class Term>
+struct GroupTerm {
+    using base = typename term_traits<Term>::pointer;
+    static base fix(const base& b, const CascadeGroup&, std::size_t) noexcept { return b; }
+    static bool present(const base&) noexcept { return true; }
+    static decltype(auto) arg(const base& b, std::size_t i) noexcept {
+        return term_arg<Term>(b, i);
+    }
+};
+template <class Term>
+requires resolves_v<Term>
+struct GroupTerm<Term> {
+    using Tr = term_traits<Term>;
+    using base = const typename Tr::component*;
+    static base fix(const typename Tr::pointer& b, const CascadeGroup& g, std::size_t i) noexcept {
+        return Tr::resolve(b, g, i);
+    }
+    static bool present(base b) noexcept { return !Tr::skips || b != nullptr; }
+    static typename Tr::param arg(base b, std::size_t) noexcept {
+        if constexpr (Tr::skips)
+            return *b;
+        else
+            return b;
+    }
+};
+
+/// The cascade loop of a query with Up terms, where no row is filtered (no change filter,
+/// no enable flags): a run's rows group by group, the Up terms resolved once per group, so a
+/// row costs what it costs in a query without them. The `&` form skips a group whose answer
+/// is null, and stamps the rows it visits (its tables are not stamped whole).
+template <class... Terms>
+struct CascadeUp<Query<Terms...>> {
+    using Q = Query<Terms...>;
+
+    /// Rows [first, last) of `a` (one run's, or part of it), `g` the group holding `first`.
+    template <bool WithEntity, class F>
+    static void run(Q& q, F& fn, Archetype& a, const Column* const* cols, std::uint32_t first,
+                    std::uint32_t last, const CascadeGroup* g, std::uint64_t tick) {
+        rows<WithEntity>(q, fn, a, cols, first, last, g, tick, std::index_sequence_for<Terms...>{});
+    }
+
+private:
+    template <bool WithEntity, class F, std::size_t... I>
+    static void rows(Q& q, F& fn, Archetype& a, const Column* const* cols, std::uint32_t first,
+                     std::uint32_t last, const CascadeGroup* g, std::uint64_t tick,
+                     std::index_sequence<I...> seq) {
+        if (first >= last) return;
+        const Entity* const entities = a.entities;
+        const std::tuple<typename term_traits<Terms>::pointer...> bases =
+            Q::bases_of(a, cols, tick, &q.state_.storage(), seq);
+        std::tuple<typename GroupTerm<Terms>::base...> fixed{
+            GroupTerm<Terms>::fix(std::get<I>(bases), *g, first)...};
+        // One loop over the rows (a loop per group would be vectorised with a prologue that
+        // costs more than a few rows). The last group may end after `last`: never reached.
+        std::size_t end = g->end;
+        for (std::size_t i = first; i < last; ++i) {
+            if (i == end) {
+                ++g;
+                fixed = {GroupTerm<Terms>::fix(std::get<I>(bases), *g, i)...};
+                end = g->end;
+            }
+            if constexpr (Q::skips_rows) {
+                if (!(GroupTerm<Terms>::present(std::get<I>(fixed)) && ...)) {
+                    i = end - 1;  // the group has no answer: skip it
+                    continue;
+                }
+                Q::stamp_row(a, i, tick);
+            }
+            if constexpr (WithEntity)
+                fn(entities[i], GroupTerm<Terms>::arg(std::get<I>(fixed), i)...);
+            else
+                fn(GroupTerm<Terms>::arg(std::get<I>(fixed), i)...);
+        }
+    }
 };
 
 }  // namespace detail

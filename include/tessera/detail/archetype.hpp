@@ -208,7 +208,12 @@ struct RowLog {
 /// with shifts and adds, as the 80 bytes before `changed_last` did (88 would take a multiply
 /// on the add/remove fast paths).
 struct alignas(16) Column {
-    std::byte* data = nullptr;         ///< `capacity * size` bytes
+    // What a row move reads (`data`, `size`, `relocate`) comes first: one cache line a column.
+    std::byte* data = nullptr;  ///< `capacity * size` bytes
+    ComponentId id;             ///< info->id
+    std::uint32_t size = 0;     ///< info->size
+    /// info->relocate: null when values move with memcpy
+    void (*relocate)(void* dst, void* src, std::size_t n) noexcept = nullptr;
     std::uint64_t* added = nullptr;    ///< per-row added tick; null until tracked
     std::uint64_t* changed = nullptr;  ///< per-row changed tick; null until tracked
     /// Per block of `tick_block` rows, a bound on their changed ticks (each row's is at most
@@ -217,13 +222,9 @@ struct alignas(16) Column {
     /// `changed + capacity`. Null until tracked.
     std::uint64_t* changed_max = nullptr;
     std::uint8_t* enabled = nullptr;  ///< per-row enable flag; null unless enableable
-    /// info->relocate: null when values move with memcpy
-    void (*relocate)(void* dst, void* src, std::size_t n) noexcept = nullptr;
     /// info->destroy: null when trivially destructible
     void (*destroy)(void* p, std::size_t n) noexcept = nullptr;
     const ComponentInfo* info = nullptr;
-    ComponentId id;          ///< info->id
-    std::uint32_t size = 0;  ///< info->size
     /// Every row's changed tick is at least this: a query's `T&` term stamps a whole chunk in
     /// O(1) here instead of writing each row. Rows leaving the table take the larger of the
     /// two; before an older row enters, it is folded into the rows (see `Storage::settle`).
@@ -301,20 +302,25 @@ struct alignas(16) Column {
     }
 };
 
+struct Archetype;
+
 /// A small open-addressing map from a component id to the archetypes one add / one remove
 /// of that component leads to. Keys are small dense integers, so the hash is the identity.
 class EdgeMap {
 public:
     struct Edge {
         std::uint32_t key = 0xFFFFFFFFu;
-        std::uint32_t add = 0xFFFFFFFFu;     ///< archetype index after adding `key`
-        std::uint32_t remove = 0xFFFFFFFFu;  ///< archetype index after removing `key`
         /// The move plan of each direction: the column `key` has in the larger table (the
         /// target of an add, the source of a remove), or `no_column` for a tag. Columns are in
         /// id order in both tables, so every other column `k` of the smaller table is column
         /// `k + (k >= pivot)` of the larger one.
         std::uint16_t add_pivot = no_column;
         std::uint16_t remove_pivot = no_column;
+        /// The table after adding / removing `key`, or null. Pointers, not indices: a move
+        /// along an edge reaches its target with one load less (archetypes never move or die
+        /// while their world lives, and a world's state moves with its tables).
+        Archetype* add = nullptr;
+        Archetype* remove = nullptr;
         static constexpr std::uint16_t no_column = 0xFFFF;
     };
     explicit EdgeMap(std::pmr::memory_resource* mr) : buckets_(mr) {}

@@ -116,16 +116,40 @@ template <class T>
     throw_lookup(s, op, e, component_id<T>());
 }
 
-/// `e`'s `T`, or null when `e` is dead or lacks `T`: the typed fast path of every read.
+/// `T`'s column data holding `e` and its row there (data null when dead, absent or a tag), by
+/// `lookup_id<T>()`: the lookup the retry of `try_value` makes when `T`'s id was not yet set.
+/// Declared `pure` (it only reads, as far as callers can tell; the registration it may make is
+/// invisible to them), so a loop of lookups hoists its loads across the call.
+struct ColumnRow {
+    std::byte* data;
+    std::uint32_t row;
+};
 template <class T>
-[[gnu::always_inline]] inline T* try_value(const Storage& s, Entity e, ComponentId id) noexcept {
-    if constexpr (sparse_v<T>) {  // sparse storage: the entity's set entry
-        const SparseSet* set = s.sparse(id);
+[[gnu::noinline, gnu::cold, gnu::pure]] ColumnRow late_column(const Storage& s, Entity e) noexcept {
+    std::uint32_t row = 0;
+    std::byte* data = s.try_column(e, lookup_id<T>(), row);
+    return {data, row};
+}
+
+/// `e`'s `T`, or null when `e` is dead or lacks `T`: the typed fast path of every read. The
+/// id is `registered_id<T> - 1` with no test: before the registration ran it is the invalid id,
+/// which no world holds, so the lookup finds nothing and the cold retry asks for the real id.
+/// With no branch before the loads, a loop of lookups keeps `T`'s column table in a register.
+template <class T>
+[[gnu::always_inline]] inline T* try_value(const Storage& s, Entity e) noexcept {
+    using U = std::remove_cv_t<T>;
+    if constexpr (sparse_v<U>) {  // sparse storage: the entity's set entry
+        const SparseSet* set = s.sparse(lookup_id<U>());
         return set == nullptr ? nullptr : reinterpret_cast<T*>(set->try_value(e));
     }
+    const std::uint32_t id_plus_one = registered_id<U>;
     std::uint32_t row = 0;
-    std::byte* data = s.try_column(e, id, row);
-    return data == nullptr ? nullptr : reinterpret_cast<T*>(data) + row;
+    std::byte* data = s.try_column(e, ComponentId{id_plus_one - 1}, row);
+    if (data != nullptr) [[likely]]
+        return reinterpret_cast<T*>(data) + row;
+    if (id_plus_one != 0) return nullptr;
+    const ColumnRow late = late_column<U>(s, e);
+    return late.data == nullptr ? nullptr : reinterpret_cast<T*>(late.data) + late.row;
 }
 
 /// Constructs (or, when `existed`, replaces) the `U` at column `c` of row `at` (none for a tag:
@@ -540,11 +564,10 @@ requires(sizeof...(Ts) > 0) bool World::has(Entity e) const noexcept {
 template <class T>
 [[gnu::always_inline]] inline T& World::checked(Entity e, const char* op) const {
     if constexpr (detail::sparse_v<T>) return *detail::sparse_checked<T>(*storage_, e, op).value;
-    std::uint32_t row = 0;
-    std::byte* data = storage_->try_column(e, component_id<T>(), row);
-    if (data == nullptr) [[unlikely]]
+    T* p = detail::try_value<T>(*storage_, e);
+    if (p == nullptr) [[unlikely]]
         detail::throw_lookup_of<T>(*storage_, op, e);
-    return reinterpret_cast<T*>(data)[row];
+    return *p;
 }
 
 template <class... Ts>
@@ -566,7 +589,7 @@ requires(sizeof...(Ts) > 0) [[gnu::always_inline]] inline auto World::get(Entity
 template <class T>
 [[gnu::always_inline]] inline const T* World::try_get(Entity e) const noexcept {
     // A type that cannot be registered (type_conflict) is in no table: not there.
-    return detail::try_value<const T>(*storage_, e, detail::lookup_id<T>());
+    return detail::try_value<const T>(*storage_, e);
 }
 
 template <class T>
