@@ -791,11 +791,8 @@ std::span<const Entity> instantiate_planned(Storage& s, const Plan& plan, std::s
     s.reserve_entities(total);
     // The handles the tree will get (its ChildOf lists are filled before it exists), on the
     // stack for a small tree.
-    constexpr std::size_t small = 32;
-    union Local {  // uninitialised: next_entities writes what is used
-        Local() noexcept {}
-        Entity at[small];
-    } local;
+    constexpr std::size_t small = 16;
+    Entity local[small];
     std::pmr::vector<Entity> heap(mr);
     std::span<Entity> made;
     if (levels.size() > 1 || observed) {
@@ -803,7 +800,7 @@ std::span<const Entity> instantiate_planned(Storage& s, const Plan& plan, std::s
             heap.resize(total);
             made = heap;
         } else {
-            made = std::span<Entity>(local.at, total);
+            made = std::span<Entity>(local, total);
         }
         s.next_entities(made);
     }
