@@ -780,7 +780,8 @@ std::span<const Entity> instantiate_planned(Storage& s, const Plan& plan, std::s
     // stack for a small tree.
     constexpr std::size_t small = 32;
     union Local {  // uninitialised: next_entities writes what is used
-        Local() noexcept {}
+        // Not `= default`: Entity's members have initialisers, which would delete it.
+        Local() noexcept {}  // NOLINT(modernize-use-equals-default)
         Entity at[small];
     } local;
     std::pmr::vector<Entity> heap(mr);
