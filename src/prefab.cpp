@@ -791,8 +791,12 @@ std::span<const Entity> instantiate_planned(Storage& s, const Plan& plan, std::s
     s.reserve_entities(total);
     // The handles the tree will get (its ChildOf lists are filled before it exists), on the
     // stack for a small tree.
-    constexpr std::size_t small = 16;
-    Entity local[small];
+    constexpr std::size_t small = 32;
+    union Local {  // uninitialised: next_entities writes what is used
+        // Not `= default`: Entity's members have initialisers, which would delete it.
+        Local() noexcept {}  // NOLINT(modernize-use-equals-default)
+        Entity at[small];
+    } local;
     std::pmr::vector<Entity> heap(mr);
     std::span<Entity> made;
     if (levels.size() > 1 || observed) {
@@ -800,7 +804,7 @@ std::span<const Entity> instantiate_planned(Storage& s, const Plan& plan, std::s
             heap.resize(total);
             made = heap;
         } else {
-            made = std::span<Entity>(local, total);
+            made = std::span<Entity>(local.at, total);
         }
         s.next_entities(made);
     }
